@@ -1,0 +1,82 @@
+/**
+ * The architecture's dependency rules (docs/architecture.md), checked on every CI run.
+ * Test files are exempt: they may reach into any layer to set up a scenario.
+ */
+const notTests = '\\.test\\.ts$';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'routes-call-services-only',
+      comment: 'A route file talks to services, never to stores or the database.',
+      severity: 'error',
+      from: { path: '\\.routes\\.ts$' },
+      to: { path: ['\\.store\\.ts$', '^src/db/'] },
+    },
+    {
+      name: 'no-foreign-stores',
+      comment: "A module reaches another module's data through its service, never its store.",
+      severity: 'error',
+      from: { path: '^src/modules/([^/]+)/', pathNot: notTests },
+      to: { path: '^src/modules/([^/]+)/.+\\.store\\.ts$', pathNot: '^src/modules/$1/' },
+    },
+    {
+      name: 'services-and-stores-know-no-http',
+      comment: 'Services hold the rules and stores hold queries; neither knows Fastify or the HTTP layer.',
+      severity: 'error',
+      from: { path: '\\.(service|store)\\.ts$' },
+      to: { path: ['^src/http/', 'node_modules/fastify/', 'node_modules/@fastify/'] },
+    },
+    {
+      name: 'stores-are-queries-only',
+      comment: 'A store depends on the database layer and its own types, not on services.',
+      severity: 'error',
+      from: { path: '\\.store\\.ts$' },
+      to: { path: '\\.service\\.ts$' },
+    },
+    {
+      name: 'lib-and-config-are-leaves',
+      comment: 'lib/ and config/ import nothing internal.',
+      severity: 'error',
+      from: { path: '^src/(lib|config)/', pathNot: notTests },
+      to: { path: '^src/', pathNot: '^src/(lib|config)/' },
+    },
+    {
+      name: 'jobs-use-db-and-lib-only',
+      severity: 'error',
+      from: { path: '^src/jobs/', pathNot: notTests },
+      to: { path: '^src/', pathNot: '^src/(jobs|db|lib)/' },
+    },
+    {
+      name: 'provider-uses-its-port-and-lib-only',
+      severity: 'error',
+      from: { path: '^src/provider/', pathNot: notTests },
+      to: { path: '^src/', pathNot: '^src/(provider|lib)/' },
+    },
+    {
+      name: 'db-knows-no-modules',
+      severity: 'error',
+      from: { path: '^src/db/' },
+      to: { path: ['^src/modules/', '^src/http/'] },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      from: { pathNot: notTests },
+      to: { circular: true },
+    },
+    {
+      name: 'env-only-in-main',
+      comment: 'Only main.ts reads process.env; configuration travels as an argument.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/main\\.ts$', notTests] },
+      to: { path: '^src/main\\.ts$' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(test|bench|scripts)/' },
+  },
+};

@@ -1,0 +1,214 @@
+/**
+ * What a bench may ask the service child (bench/serve-app.ts) to do besides serving HTTP, over the
+ * IPC channel of bench/lib.ts: write rows straight into its store, emit webhook events, run the job
+ * worker. These are things no client can do through the API (or not fast enough to set a bench up),
+ * so they run inside the service's process, on its store and its services, and only when a bench
+ * asks: a bench that sends no command measures exactly what src/main.ts would serve.
+ */
+import { sql } from 'kysely';
+import type { App } from '../src/app.ts';
+import type { Db, Store } from '../src/db/connect.ts';
+import type { DialectName } from '../src/db/dialect.ts';
+import type { AuditEventsTable } from '../src/db/schema.ts';
+import { webhookDelivery } from '../src/jobs/catalog.ts';
+import { createWorker, type Worker } from '../src/jobs/worker.ts';
+import { systemClock } from '../src/lib/clock.ts';
+import { newId } from '../src/lib/ids.ts';
+import type { ChildCommands } from './lib.ts';
+
+export interface SeedAuditEventsArgs {
+  organizationId: string;
+  /** The member the rows name as their actor. */
+  memberId: string;
+  count: number;
+}
+
+export interface SeedAuditEventsResult {
+  rows: number;
+  ms: number;
+}
+
+export interface StartWorkerArgs {
+  /** Unset (both): the service's own worker, exactly as src/main.ts starts it. */
+  concurrency?: number;
+  pollMs?: number;
+}
+
+export interface EmitEventsArgs {
+  organizationId: string;
+  count: number;
+  /** Unset: as fast as the store takes them, `concurrency` at a time. Set: open loop at this rate. */
+  perSecond?: number;
+  /** Emits in flight at once when there is no rate, as from that many requests; default 1. */
+  concurrency?: number;
+}
+
+export interface EmitEventsResult {
+  emitted: number;
+  /** Epoch milliseconds of the first emit's start and the last one's commit. */
+  startedAt: number;
+  finishedAt: number;
+}
+
+export interface JobCounts {
+  /** Jobs by status (queued, running, succeeded, failed). */
+  jobs: Record<string, number>;
+  deliveries: Record<string, number>;
+}
+
+const ROWS_PER_TRANSACTION = 10_000;
+// Rows per INSERT. Each statement binds a handful of values whatever its size (the varying columns
+// travel as one array or JSON document), so it is bounded by memory, not by parameter limits.
+const ROWS_PER_STATEMENT = 5_000;
+
+/** A contact as its GET would return it: what a `contact.created` event carries, of a fixed size. */
+function contactObject(index: number, now: Date): Record<string, unknown> {
+  return {
+    id: newId('contact', now.getTime()),
+    object: 'contact',
+    phone_number: `+1555${String(index).padStart(7, '0')}`,
+    name: `Bench Contact ${String(index).padStart(7, '0')}`,
+    email: null,
+    labels: ['bench'],
+    opted_in: true,
+    metadata: {},
+    created_at: now.toISOString(),
+    updated_at: now.toISOString(),
+  };
+}
+
+/** The columns of a seeded audit row that differ from row to row; the rest are constants of the batch. */
+type VaryingColumns = Pick<AuditEventsTable, 'id' | 'target_id' | 'request_id' | 'data' | 'created_at'>;
+
+/** An audit row like the ones key creation writes, of a fixed size so every page has the same bytes. */
+function varyingColumns(index: number): VaryingColumns {
+  const now = Date.now();
+  return {
+    // Minted now, in order: ids sort by time, as the ones the service writes do.
+    id: newId('auditEvent', now),
+    target_id: newId('apiKey', now),
+    request_id: newId('request', now),
+    data: JSON.stringify({ name: `bench ${String(index).padStart(7, '0')}`, kind: 'organization', mode: 'live' }),
+    created_at: new Date(now).toISOString(),
+  };
+}
+
+/**
+ * One INSERT of many rows. Kysely's multi-row `values()` binds every cell (12 a row) and spends
+ * about 12 ms compiling each thousand rows, more than the store takes to write them; here the
+ * varying columns go as five arrays (PostgreSQL, `unnest`) or one JSON document (SQLite,
+ * `json_each`), and the constant ones once.
+ */
+async function insertAuditRows(db: Db, dialect: DialectName, organizationId: string, actor: { memberId: string; sessionId: string }, rows: VaryingColumns[]): Promise<void> {
+  const constants = sql`${organizationId}, 'api_key.created', 'member', ${actor.memberId}, 'dashboard_token', ${actor.sessionId}, 'api_key'`;
+  const into = sql`insert into audit_events (organization_id, action, actor_type, actor_id, credential_type, credential_id, target_type, id, target_id, request_id, data, created_at)`;
+  if (dialect === 'postgres') {
+    const column = (name: keyof VaryingColumns) => rows.map((row) => row[name]);
+    await sql`${into} select ${constants}, r.* from unnest(
+      ${column('id')}::text[], ${column('target_id')}::text[], ${column('request_id')}::text[], ${column('data')}::text[], ${column('created_at')}::text[]
+    ) as r`.execute(db);
+  } else {
+    const json = JSON.stringify(rows.map((row) => [row.id, row.target_id, row.request_id, row.data, row.created_at]));
+    await sql`${into} select ${constants}, r.value ->> 0, r.value ->> 1, r.value ->> 2, r.value ->> 3, r.value ->> 4 from json_each(${json}) as r`.execute(db);
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function createAppCommands(app: App, store: Store): { commands: ChildCommands; stop(): Promise<void> } {
+  const { db } = store;
+  let worker: Worker | undefined;
+  // A worker built here is not the one the queue wakes on enqueue; emitting wakes it instead.
+  let wakeOwnWorker: (() => void) | undefined;
+
+  async function emitOne(organizationId: string, index: number): Promise<void> {
+    await db.transaction().execute((trx) =>
+      app.services.events.emit(trx, { type: 'contact.created', organizationId, connectionId: null, object: contactObject(index, new Date()) }),
+    );
+    wakeOwnWorker?.();
+  }
+
+  const commands = {
+    async seedAuditEvents(args: SeedAuditEventsArgs): Promise<SeedAuditEventsResult> {
+      const started = performance.now();
+      // A made-up session: nothing reads an audit row's credential back.
+      const actor = { memberId: args.memberId, sessionId: newId('dashboardSession') };
+      for (let done = 0; done < args.count; ) {
+        const inThisTransaction = Math.min(ROWS_PER_TRANSACTION, args.count - done);
+        await db.transaction().execute(async (trx) => {
+          for (let offset = 0; offset < inThisTransaction; offset += ROWS_PER_STATEMENT) {
+            const rows: VaryingColumns[] = [];
+            for (let i = offset; i < Math.min(offset + ROWS_PER_STATEMENT, inThisTransaction); i++) rows.push(varyingColumns(done + i));
+            await insertAuditRows(trx, store.dialect.name, args.organizationId, actor, rows);
+          }
+        });
+        done += inThisTransaction;
+      }
+      // Fresh statistics, as a long-lived database would have: PostgreSQL's planner otherwise sees an
+      // empty table until autovacuum's next round, and SQLite's has none until ANALYZE.
+      await sql`analyze`.execute(db);
+      return { rows: args.count, ms: performance.now() - started };
+    },
+
+    async startWorker(args: StartWorkerArgs): Promise<{ concurrency: number | 'default'; pollMs: number | 'default' }> {
+      if (worker) throw new Error('the worker is already running');
+      if (args.concurrency === undefined && args.pollMs === undefined) {
+        worker = app.worker;
+      } else {
+        // Same handler as the service registers (webhook-endpoints.job.ts), other options.
+        const own = createWorker({
+          db, dialect: store.dialect, clock: systemClock, log: app.server.log,
+          ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
+          ...(args.pollMs === undefined ? {} : { pollMs: args.pollMs }),
+        });
+        own.register(webhookDelivery, (payload, context) => app.services.webhookEndpoints.deliver(payload, context));
+        worker = own;
+        wakeOwnWorker = () => own.wake();
+      }
+      worker.start();
+      return { concurrency: args.concurrency ?? 'default', pollMs: args.pollMs ?? 'default' };
+    },
+
+    async emitEvents(args: EmitEventsArgs): Promise<EmitEventsResult> {
+      const startedAt = Date.now();
+      if (args.perSecond === undefined) {
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: args.concurrency ?? 1 }, async () => {
+            while (next < args.count) {
+              const index = next++;
+              await emitOne(args.organizationId, index);
+            }
+          }),
+        );
+      } else {
+        // Open loop: each event is due at its slot whatever the previous ones are still doing, so a
+        // slow store shows up as latency, not as a lower rate. Due slots are served every 10 ms: a
+        // timer per event (one every 2 ms at 500 a second) would cost more than the evenness is worth.
+        const pending: Promise<void>[] = [];
+        const intervalMs = 1000 / args.perSecond;
+        let next = 0;
+        while (next < args.count) {
+          const due = Math.min(args.count, Math.floor((Date.now() - startedAt) / intervalMs) + 1);
+          for (; next < due; next++) pending.push(emitOne(args.organizationId, next));
+          if (next < args.count) await sleep(10);
+        }
+        await Promise.all(pending);
+      }
+      return { emitted: args.count, startedAt, finishedAt: Date.now() };
+    },
+
+    async jobCounts(): Promise<JobCounts> {
+      const jobs = await db.selectFrom('jobs').select(['status', sql<number>`count(*)`.as('count')]).groupBy('status').execute();
+      const deliveries = await db.selectFrom('webhook_deliveries').select(['status', sql<number>`count(*)`.as('count')]).groupBy('status').execute();
+      const byStatus = (rows: { status: string; count: number }[]) => Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+      return { jobs: byStatus(jobs), deliveries: byStatus(deliveries) };
+    },
+  } satisfies ChildCommands;
+
+  return {
+    commands,
+    // The worker stops before the server and store close, as in src/main.ts, so no job is cut off mid-write.
+    stop: async () => worker?.stop(2_000),
+  };
+}

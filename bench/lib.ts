@@ -1,0 +1,542 @@
+/**
+ * Shared machinery for every benchmark: the service and a bare Fastify baseline, each in its own
+ * child process (and any helper a bench needs, such as webhook receivers), driven over IPC; load
+ * from autocannon in this process; figures and the `RESULT` lines.
+ *
+ * The servers run in children because this machine has two cores: a server sharing an event loop
+ * with its load generator would measure the two fighting over one thread, not the server.
+ *
+ * This module is imported by the children too (`reportToParent`), so it loads nothing heavy at the
+ * top: autocannon and the store are imported where they are used, keeping them out of the
+ * children's memory and start-up.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const BENCH_DIR = import.meta.dirname;
+
+// ---------------------------------------------------------------------------------------------
+// The IPC protocol between this process and a server child.
+
+type ToChild = { type: 'rss' } | { type: 'stop' } | { type: 'call'; id: number; name: string; args: unknown };
+type FromChild =
+  | { type: 'listening'; port: number }
+  | { type: 'rss'; rss: number }
+  | { type: 'reply'; id: number; value: unknown }
+  | { type: 'reply'; id: number; error: string };
+
+/**
+ * What a bench may ask a child to do besides serving (seed rows, emit events, report what it saw),
+ * by name. Arguments and results cross the IPC channel, so they must survive JSON.
+ */
+export type ChildCommands = Record<string, (args: any) => Promise<unknown>>;
+
+/**
+ * Child side: tell the parent the port, answer its memory questions and its commands, and stop when
+ * asked or when the parent goes away (a crashed or killed bench must not leave servers running).
+ */
+export function reportToParent(port: number, stop: () => Promise<void>, commands: ChildCommands = {}): void {
+  if (!process.send) throw new Error('a bench server must be started by bench/lib.ts (fork), not directly');
+  const send = (message: FromChild) => process.send?.(message);
+  let stopping = false;
+  const stopOnce = () => {
+    if (stopping) return;
+    stopping = true;
+    // Exiting through process.exit (not a signal) lets --cpu-prof and --heap-prof write their files.
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`bench server: stopping failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('message', (message: ToChild) => {
+    if (message.type === 'rss') send({ type: 'rss', rss: process.memoryUsage().rss });
+    else if (message.type === 'stop') stopOnce();
+    else if (message.type === 'call') {
+      const command = commands[message.name];
+      const { id } = message;
+      if (!command) send({ type: 'reply', id, error: `this child has no command ${message.name}` });
+      else {
+        command(message.args).then(
+          (value) => send({ type: 'reply', id, value }),
+          (error: unknown) => send({ type: 'reply', id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+        );
+      }
+    }
+  });
+  process.on('disconnect', stopOnce);
+  // Ctrl-C reaches the whole process group; the parent decides when its servers stop, so that a
+  // profile still gets written and a PostgreSQL schema is not dropped under a running server.
+  process.on('SIGINT', () => undefined);
+  send({ type: 'listening', port });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent side: server children and their clean-up.
+
+export interface BenchServer {
+  url: string;
+  pid: number;
+  /** The child's resident set size in bytes, as the child itself reports it. */
+  rss(): Promise<number>;
+  /** Runs one of the child's commands (see `reportToParent`) and resolves with its result. */
+  call<T = unknown>(name: string, args?: unknown): Promise<T>;
+  /** Stops the child (gracefully, then by force) and removes what was made for it. Idempotent. */
+  stop(): Promise<void>;
+}
+
+interface Running {
+  child: ChildProcess;
+  /** What must still happen if this process exits before `stop()` ran (synchronous only). */
+  removeNow(): void;
+  stop(): Promise<void>;
+}
+
+// Process-wide on purpose: whatever way the bench ends (error, Ctrl-C, process.exit), every child
+// it started must be killed, and only this module knows them all.
+const running = new Set<Running>();
+
+let cleanUpInstalled = false;
+let interrupted = false;
+
+// Installed on the first fork, not at import: the children import this module too, and must keep
+// the default signal behaviour.
+function installCleanUp(): void {
+  if (cleanUpInstalled) return;
+  cleanUpInstalled = true;
+  process.on('exit', () => {
+    for (const entry of running) {
+      entry.child.kill('SIGKILL');
+      entry.removeNow();
+    }
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      interrupted = true;
+      void stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    });
+  }
+}
+
+/** Stops every child still running; benches call it in `finally`, `runBench` does it for them. */
+export async function stopAll(): Promise<void> {
+  await Promise.allSettled([...running].map((entry) => entry.stop()));
+}
+
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 5_000;
+
+function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+async function forkServer(
+  script: string,
+  options: { env: NodeJS.ProcessEnv; execArgv?: string[]; cleanUp?: () => Promise<void>; removeNow?: () => void },
+): Promise<BenchServer> {
+  installCleanUp();
+  const child = fork(path.join(BENCH_DIR, script), [], {
+    env: options.env,
+    execArgv: options.execArgv ?? [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+
+  let stopped: Promise<void> | undefined;
+  const entry: Running = {
+    child,
+    removeNow: options.removeNow ?? (() => undefined),
+    stop() {
+      stopped ??= (async () => {
+        if (child.connected) child.send({ type: 'stop' } satisfies ToChild);
+        if (!(await waitForExit(child, STOP_TIMEOUT_MS))) {
+          child.kill('SIGKILL');
+          await waitForExit(child, STOP_TIMEOUT_MS);
+        }
+        running.delete(entry);
+        await options.cleanUp?.();
+      })();
+      return stopped;
+    },
+  };
+  running.add(entry);
+
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+    const onExit = (code: number | null, signal: string | null) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited before listening (code ${code}, signal ${signal}); its stderr is above`));
+    };
+    child.once('exit', onExit);
+    child.on('message', (message: FromChild) => {
+      if (message.type !== 'listening') return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      resolve(message.port);
+    });
+  }).catch(async (error: unknown) => {
+    await entry.stop();
+    throw error;
+  });
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    rss: () => childRss(child),
+    call: <T>(name: string, args?: unknown) => callChild<T>(child, name, args),
+    stop: () => entry.stop(),
+  };
+}
+
+let nextCallId = 0;
+
+function callChild<T>(child: ChildProcess, name: string, args: unknown): Promise<T> {
+  const id = nextCallId++;
+  return new Promise<T>((resolve, reject) => {
+    // No time limit: a command may legitimately run for most of a bench (emitting at a fixed rate).
+    // A child that dies instead of answering must not leave the bench waiting forever, though.
+    const onExit = () => {
+      child.off('message', onMessage);
+      reject(new Error(`the child exited during its command ${name}`));
+    };
+    const onMessage = (message: FromChild) => {
+      if (message.type !== 'reply' || message.id !== id) return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if ('error' in message) reject(new Error(`command ${name} failed in the child: ${message.error}`));
+      else resolve(message.value as T);
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    child.send({ type: 'call', id, name, args: args ?? null } satisfies ToChild);
+  });
+}
+
+function childRss(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.off('message', onMessage);
+      // A child too busy to answer still has a kernel view of its memory.
+      const kib = vmRssKib(child.pid!);
+      if (kib !== undefined) resolve(kib * 1024);
+      else reject(new Error('the server did not report its memory'));
+    }, 2_000);
+    const onMessage = (message: FromChild) => {
+      if (message.type !== 'rss') return;
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      resolve(message.rss);
+    };
+    child.on('message', onMessage);
+    child.send({ type: 'rss' } satisfies ToChild);
+  });
+}
+
+function vmRssKib(pid: number): number | undefined {
+  try {
+    const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kib === undefined ? undefined : Number(kib);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The environment of a child: a few neutral variables, never the caller's, so that a DATABASE_URL,
+ * REDIS_URL or LOG_LEVEL exported in the shell (or a setting added to the service later) cannot
+ * change what is measured.
+ */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of ['PATH', 'HOME', 'TMPDIR', 'TZ', 'LANG', 'LC_ALL']) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
+/** Extra node flags for the service child, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`. */
+function serverNodeArgs(): string[] {
+  return (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+}
+
+export interface AppServer extends BenchServer {
+  store: 'sqlite' | 'postgres';
+}
+
+/**
+ * The real service (what `npm start` runs) on a fresh store: an embedded SQLite file in a new
+ * temporary DATA_DIR, or, with BENCH_DATABASE_URL set, a new PostgreSQL schema dropped afterwards.
+ */
+export async function startApp(env: Record<string, string> = {}): Promise<AppServer> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-bench-'));
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  const schema = databaseUrl ? `bench_${randomBytes(6).toString('hex')}` : undefined;
+  const server = await forkServer('serve-app.ts', {
+    env: {
+      ...cleanEnv(),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      PUBLIC_BASE_URL: 'http://localhost:3000',
+      ...(databaseUrl && schema
+        ? { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema, MASTER_KEY: randomBytes(32).toString('hex') }
+        : {}),
+      ...env,
+    },
+    execArgv: serverNodeArgs(),
+    removeNow: () => rmSync(dataDir, { recursive: true, force: true }),
+    async cleanUp() {
+      rmSync(dataDir, { recursive: true, force: true });
+      if (databaseUrl && schema) await dropSchema(databaseUrl, schema);
+    },
+  });
+  return { ...server, store: databaseUrl ? 'postgres' : 'sqlite' };
+}
+
+// The parent drops the schema, not the child, so that a child that crashed still leaves nothing behind.
+async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const { openStore } = await import('../src/db/connect.ts');
+  const { sql } = await import('kysely');
+  const store = openStore({ databaseUrl, poolSize: 1 });
+  try {
+    await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * A helper child of a bench's own (a webhook receiver, say): any script in bench/ that calls
+ * `reportToParent`, with the same neutral environment as the servers plus `env`.
+ */
+export function startHelper(script: string, env: Record<string, string> = {}): Promise<BenchServer> {
+  return forkServer(script, { env: { ...cleanEnv(), ...env } });
+}
+
+export interface BaselineResponse {
+  method?: string;
+  /** The path the baseline answers on; use the real route's path so URL parsing costs the same. */
+  path: string;
+  body: Buffer;
+  contentType: string;
+  status?: number;
+}
+
+/**
+ * A bare Fastify server (no hooks, no schemas, no store) answering one route with fixed bytes: the
+ * ceiling that Node, HTTP and Fastify themselves set on this machine for a response of that size.
+ */
+export async function startBaseline(response: BaselineResponse): Promise<BenchServer> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'msgsvc-baseline-'));
+  // A file, not an environment variable: a large response body would exceed the kernel's limit.
+  const bodyFile = path.join(dir, 'body');
+  writeFileSync(bodyFile, response.body);
+  return forkServer('serve-baseline.ts', {
+    env: {
+      ...cleanEnv(),
+      BENCH_BASELINE_METHOD: response.method ?? 'GET',
+      BENCH_BASELINE_PATH: response.path,
+      BENCH_BASELINE_STATUS: String(response.status ?? 200),
+      BENCH_BASELINE_CONTENT_TYPE: response.contentType,
+      BENCH_BASELINE_BODY_FILE: bodyFile,
+    },
+    removeNow: () => rmSync(dir, { recursive: true, force: true }),
+    async cleanUp() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers for setting a bench up through the real API.
+
+export async function requestJson<T = any>(
+  url: string,
+  options: { method?: string; token?: string; body?: unknown; expectStatus?: number } = {},
+): Promise<T> {
+  const method = options.method ?? (options.body === undefined ? 'GET' : 'POST');
+  const headers: Record<string, string> = {};
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(url, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  const text = await response.text();
+  const failed = options.expectStatus === undefined ? !response.ok : response.status !== options.expectStatus;
+  if (failed) throw new Error(`${method} ${url}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load.
+
+/** The part of autocannon's programmatic API used here (the package ships no types). */
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodeStats: Record<string, { count: number }>;
+}
+type Autocannon = (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  setupClient?: (client: { setHeaders(headers: Record<string, string>): void }) => void;
+}) => Promise<AutocannonResult>;
+
+const loadAutocannon = (() => {
+  let cached: Autocannon | undefined;
+  // autocannon is CommonJS without types; requiring it lazily keeps it out of the server children.
+  return () => (cached ??= createRequire(import.meta.url)('autocannon') as Autocannon);
+})();
+
+export interface LoadOptions {
+  url: string;
+  connections?: number;
+  seconds?: number;
+  /** Run first and thrown away: JIT compilation, connection set-up, caches. */
+  warmupSeconds?: number;
+  method?: string;
+  headers?: Record<string, string>;
+  /**
+   * Headers per connection, handed out in turn (connection i gets entry i mod length), on top of
+   * `headers`. For spreading load over several credentials, each with its own rate-limit bucket.
+   */
+  connectionHeaders?: Record<string, string>[];
+  body?: string;
+  /** The server's pid, to report the CPU time it spent per request during the measurement. */
+  pid?: number;
+}
+
+export interface LoadFigures {
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  meanMs: number;
+  requests: number;
+  /**
+   * Server CPU time (user + system) per completed request, in microseconds. It moves less than
+   * req/s with what else the machine runs (req/s drops whenever another process takes a core), so
+   * it is the better figure for comparing two versions of the service.
+   */
+  cpuUsPerRequest: number | undefined;
+}
+
+// /proc reports CPU time in USER_HZ ticks, which Linux fixes at 100 whatever the kernel's own rate.
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU seconds a process has used so far, from /proc (Linux only; undefined elsewhere). */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    // The command name (field 2) may hold spaces, so count fields from after its closing parenthesis.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Warms up, then measures. Any non-2xx answer or socket error fails the bench: a server that
+ * answers 401 quickly would otherwise look fast.
+ */
+export async function measure(options: LoadOptions): Promise<LoadFigures> {
+  const autocannon = loadAutocannon();
+  const base = {
+    url: options.url,
+    connections: options.connections ?? 50,
+    ...(options.method ? { method: options.method } : {}),
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.body !== undefined ? { body: options.body } : {}),
+  };
+  const perConnection = options.connectionHeaders;
+  let nextConnection = 0;
+  const setupClient = perConnection?.length
+    ? (client: { setHeaders(headers: Record<string, string>): void }) => {
+        client.setHeaders({ ...options.headers, ...perConnection[nextConnection++ % perConnection.length] });
+      }
+    : undefined;
+  const run = (duration: number) => autocannon({ ...base, duration, ...(setupClient ? { setupClient } : {}) });
+  const check = (result: AutocannonResult, phase: string) => {
+    if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+      throw new Error(
+        `${phase} against ${options.url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} time-outs ` +
+          `(status codes: ${JSON.stringify(result.statusCodeStats)})`,
+      );
+    }
+  };
+  if (options.warmupSeconds) check(await run(options.warmupSeconds), 'warm-up');
+  const cpuBefore = options.pid === undefined ? undefined : cpuSeconds(options.pid);
+  const result = await run(options.seconds ?? 10);
+  const cpuAfter = options.pid === undefined ? undefined : cpuSeconds(options.pid);
+  check(result, 'measurement');
+  return {
+    reqPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    meanMs: result.latency.average,
+    requests: result.requests.total,
+    cpuUsPerRequest:
+      cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0
+        ? undefined
+        : ((cpuAfter - cpuBefore) * 1e6) / result.requests.total,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+
+export function mib(bytes: number): string {
+  return (bytes / 1024 / 1024).toFixed(1);
+}
+
+function ratio(value: number, baseline: number): string {
+  return baseline === 0 ? 'inf' : (value / baseline).toFixed(2);
+}
+
+/** Prints a left-aligned first column and right-aligned figures. */
+export function printTable(header: string[], rows: string[][]): void {
+  const all = [header, ...rows];
+  const widths = header.map((_, column) => Math.max(...all.map((row) => (row[column] ?? '').length)));
+  const line = (row: string[]) =>
+    row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+  for (const row of rows) console.log(line(row));
+}
+
+/** The machine-readable line every bench ends with; ratio is value / baseline. */
+export function printResult(bench: string, metric: string, value: number, baseline: number, decimals = 1): void {
+  console.log(`RESULT ${bench} ${metric}=${value.toFixed(decimals)} baseline=${baseline.toFixed(decimals)} ratio=${ratio(value, baseline)}`);
+}
+
+/** Runs a bench body, always stopping its children; a failure is printed and makes the exit code 1. */
+export async function runBench(name: string, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    process.exitCode = 1;
+    // Stopping the servers mid-run on Ctrl-C fails the load run; that is not news worth a stack trace.
+    if (!interrupted) console.error(`bench ${name} failed:`, error);
+  } finally {
+    await stopAll();
+  }
+}

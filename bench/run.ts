@@ -1,0 +1,53 @@
+/**
+ * `npm run bench` runs every bench below in turn; `npm run bench -- <name>...` runs those named.
+ * Each bench is its own process, so one bench's heap, JIT state and leftover sockets cannot colour
+ * the next one's figures.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+interface Bench {
+  name: string;
+  file: string;
+  description: string;
+}
+
+// Adding a bench: one line here, one file beside this one, one section in docs/benchmarks.md.
+const BENCHES: Bench[] = [
+  { name: 'identity', file: 'identity.ts', description: 'GET /v1/identity with an organization key vs bare Fastify sending the same bytes' },
+  { name: 'idempotency', file: 'idempotency.ts', description: 'POST /v1/api-keys with a unique Idempotency-Key vs the same POST without one' },
+  { name: 'list', file: 'list.ts', description: 'GET /v1/events?limit=25 over 100k audit rows vs bare Fastify; then every page with after, first vs last' },
+  { name: 'webhooks', file: 'webhooks.ts', description: 'webhook events emitted in the service to loopback receivers vs raw undici POSTs of the same bodies' },
+];
+
+function printKnown(): void {
+  console.error('known benches:');
+  for (const bench of BENCHES) console.error(`  ${bench.name.padEnd(12)} ${bench.description}`);
+}
+
+function runOne(bench: Bench): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, bench.file)], { stdio: 'inherit' });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const names = process.argv.slice(2);
+const unknown = names.filter((name) => !BENCHES.some((bench) => bench.name === name));
+if (unknown.length > 0) {
+  console.error(`unknown bench: ${unknown.join(', ')}`);
+  printKnown();
+  process.exit(1);
+}
+
+const selected = names.length === 0 ? BENCHES : BENCHES.filter((bench) => names.includes(bench.name));
+const failed: string[] = [];
+for (const bench of selected) {
+  console.log(`\n== ${bench.name}: ${bench.description}`);
+  if ((await runOne(bench)) !== 0) failed.push(bench.name);
+}
+if (failed.length > 0) {
+  console.error(`\nfailed: ${failed.join(', ')}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, ensureMasterKey, loadConfig } from './config.ts';
+
+describe('configuration', () => {
+  it('needs nothing to start on the embedded defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.providerMode, 'sandbox');
+    assert.equal(config.role, 'all');
+    assert.equal(config.webhookAllowPrivateNetworks, false);
+    assert.equal(config.publicBaseUrl, 'http://localhost:3000');
+  });
+
+  for (const [env, variable] of [
+    [{ PORT: '70000' }, 'PORT'],
+    [{ ROLE: 'both' }, 'ROLE'],
+    [{ REDIS_URL: 'http://localhost' }, 'REDIS_URL'],
+    [{ PUBLIC_BASE_URL: 'not a url' }, 'PUBLIC_BASE_URL'],
+    [{ DATABASE_URL: 'postgres://db/x' }, 'MASTER_KEY'],
+    [{ PROVIDER_MODE: 'cloud' }, 'PROVIDER_APP_SECRET'],
+  ] as const) {
+    it(`names ${variable} when ${JSON.stringify(env)} is wrong or incomplete`, () => {
+      assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(`${variable}: `));
+    });
+  }
+
+  it('accepts a master key as hex or base64', () => {
+    const hex = 'ab'.repeat(32);
+    assert.equal(loadConfig({ MASTER_KEY: hex }).masterKey?.toString('hex'), hex);
+    assert.equal(loadConfig({ MASTER_KEY: Buffer.from(hex, 'hex').toString('base64') }).masterKey?.toString('hex'), hex);
+  });
+
+  it('generates the embedded master key once and keeps it', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'msgsvc-key-'));
+    try {
+      const config = loadConfig({ DATA_DIR: dir });
+      const first = ensureMasterKey(config);
+      assert.equal(first.length, 32);
+      assert.deepEqual(ensureMasterKey(config), first);
+      assert.equal(readFileSync(path.join(dir, 'master.key'), 'utf8').trim(), first.toString('hex'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

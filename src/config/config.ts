@@ -1,0 +1,160 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+/** The service's whole configuration, parsed once from the environment in main.ts. */
+export interface Config {
+  port: number;
+  host: string;
+  publicBaseUrl: string;
+  dataDir: string;
+  /** Unset: the embedded SQLite file under `dataDir`. */
+  databaseUrl: string | undefined;
+  /** Set: rate-limit buckets live in Redis, shared by every process; unset: in each process's memory. */
+  redisUrl: string | undefined;
+  /** Namespaces the bucket keys in Redis, so deployments (or test runs) on one Redis never share buckets. */
+  rateLimitKeyPrefix: string;
+  /** The per-source-address budget of unauthenticated requests; the spec's value is 20. */
+  rateLimitUnauthenticatedPerMinute: number;
+  /** 32 bytes. Unset: generated into `dataDir` on the first embedded start. */
+  masterKey: Buffer | undefined;
+  providerMode: 'sandbox' | 'cloud';
+  providerBaseUrl: string | undefined;
+  providerAppSecret: string | undefined;
+  providerVerifyToken: string | undefined;
+  smtpUrl: string | undefined;
+  webhookAllowPrivateNetworks: boolean;
+  role: 'all' | 'api' | 'worker';
+  /** How long a worker owns a job it claimed; a worker that dies holds its jobs this long. */
+  workerLeaseMs: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  trustProxy: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function oneOf<const T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')} (got "${value}")`);
+  }
+  return value as T;
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (['true', '1', 'yes'].includes(value.toLowerCase())) return true;
+  if (['false', '0', 'no'].includes(value.toLowerCase())) return false;
+  throw new ConfigError(name, `must be true or false (got "${value}")`);
+}
+
+function port(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || parsed > 65535) throw new ConfigError(name, `must be a port number from 0 to 65535 (got "${value}")`);
+  return parsed;
+}
+
+function positiveInteger(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || parsed < 1 || !Number.isSafeInteger(parsed)) throw new ConfigError(name, `must be a whole number of at least 1 (got "${value}")`);
+  return parsed;
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(name, 'must be a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must be a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL`);
+  }
+  return value.replace(/\/+$/, '');
+}
+
+function masterKey(env: Env, name: string): Buffer | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  const key = /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  if (key.length !== 32) throw new ConfigError(name, 'must be 32 bytes, as 64 hex characters or base64');
+  return key;
+}
+
+export function loadConfig(env: Env): Config {
+  const listenPort = port(env, 'PORT', 3000);
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const providerMode = oneOf(env, 'PROVIDER_MODE', ['sandbox', 'cloud'], 'sandbox');
+  const config: Config = {
+    port: listenPort,
+    host: text(env, 'HOST') ?? '127.0.0.1',
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://localhost:${listenPort}`,
+    dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
+    databaseUrl,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    rateLimitKeyPrefix: text(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'ratelimit',
+    rateLimitUnauthenticatedPerMinute: positiveInteger(env, 'RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', 20),
+    masterKey: masterKey(env, 'MASTER_KEY'),
+    providerMode,
+    providerBaseUrl: url(env, 'PROVIDER_BASE_URL', ['http:', 'https:']),
+    providerAppSecret: text(env, 'PROVIDER_APP_SECRET'),
+    providerVerifyToken: text(env, 'PROVIDER_VERIFY_TOKEN'),
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    webhookAllowPrivateNetworks: flag(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    role: oneOf(env, 'ROLE', ['all', 'api', 'worker'], 'all'),
+    workerLeaseMs: positiveInteger(env, 'WORKER_LEASE_MS', 60_000),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    trustProxy: flag(env, 'TRUST_PROXY', false),
+  };
+  if (providerMode === 'cloud') {
+    for (const [name, value] of [
+      ['PROVIDER_APP_SECRET', config.providerAppSecret],
+      ['PROVIDER_VERIFY_TOKEN', config.providerVerifyToken],
+    ] as const) {
+      if (!value) throw new ConfigError(name, 'is required when PROVIDER_MODE=cloud');
+    }
+  }
+  if (databaseUrl && !config.masterKey) {
+    // A generated key on one machine's disk would strand every other process on the shared database.
+    throw new ConfigError('MASTER_KEY', 'is required when DATABASE_URL is set');
+  }
+  return config;
+}
+
+/**
+ * The embedded setup keeps its master key beside its database, created on the first start, so that
+ * `npm start` needs no configuration at all.
+ */
+export function ensureMasterKey(config: Config): Buffer {
+  if (config.masterKey) return config.masterKey;
+  const file = path.join(config.dataDir, 'master.key');
+  if (existsSync(file)) {
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+    if (key.length !== 32) throw new ConfigError('MASTER_KEY', `the key in ${file} is not 32 bytes`);
+    return key;
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  return key;
+}

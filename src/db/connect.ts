@@ -1,0 +1,117 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import pg from 'pg';
+import { NodeSqliteDatabase } from './sqlite.ts';
+import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
+import { migrations } from './migrations/index.ts';
+import type { Database } from './schema.ts';
+
+export type Db = Kysely<Database>;
+
+export interface Store {
+  db: Db;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  /** A postgres:// URL; unset for the embedded SQLite store. */
+  databaseUrl?: string | undefined;
+  /** The SQLite file, or ':memory:'. Default: `<dataDir>/messaging.sqlite`. */
+  sqliteFile?: string;
+  dataDir?: string;
+  /** PostgreSQL schema to use (created if missing); tests give each run its own. */
+  schema?: string;
+  poolSize?: number;
+  /** Called once per query executed: lets tests prove that a page costs a fixed number of queries. */
+  onQuery?: () => void;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+// pg returns int8 (COUNT(*), SUM) and numeric as strings to avoid precision loss; every such value
+// here is a count far below 2^53, so numbers are what the rest of the code expects on both backends.
+const pgTypes = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+    (oid === INT8_OID || oid === NUMERIC_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as (value: string) => unknown,
+};
+
+function queryLogger(options: StoreOptions): ((event: LogEvent) => void) | undefined {
+  const { onQuery } = options;
+  return onQuery ? (event) => event.level === 'query' && onQuery() : undefined;
+}
+
+export function openStore(options: StoreOptions): Store {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.poolSize ?? 10,
+      types: pgTypes,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    });
+    // An idle client's error (the server restarting) must not crash the process; the pool replaces it.
+    pool.on('error', () => undefined);
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLogger(options) });
+    return { db, dialect: postgresDialect, close: () => db.destroy() };
+  }
+  const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new NodeSqliteDatabase(file) }), log: queryLogger(options) });
+  return { db, dialect: sqliteDialect, close: () => db.destroy() };
+}
+
+/**
+ * Kysely's migrator looks for its own tables with a catalog query over every schema of the database
+ * that calls `has_schema_privilege()` per schema; if another client drops a schema meanwhile (test
+ * runs dropping theirs, an operator cleaning up), PostgreSQL fails that query with 3F000 for the
+ * other schema. Nothing was applied when that happens, so trying again is safe.
+ */
+const MIGRATION_ATTEMPTS = 5;
+
+function isConcurrentSchemaDrop(error: unknown): boolean {
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  return typeof cause === 'object' && cause !== null && 'code' in cause && cause.code === '3F000';
+}
+
+export async function migrateToLatest(store: Store, schema?: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(store, schema);
+    } catch (error) {
+      if (attempt >= MIGRATION_ATTEMPTS || !isConcurrentSchemaDrop(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+async function migrateOnce(store: Store, schema?: string): Promise<void> {
+  if (schema && store.dialect.name === 'postgres') {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(store.db);
+  }
+  const migrator = new Migrator({
+    db: store.db,
+    provider: { getMigrations: () => Promise.resolve(migrations) },
+    ...(schema && store.dialect.name === 'postgres' ? { migrationTableSchema: schema } : {}),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`, { cause: error });
+  }
+}
+
+/** Whether the store answers and every migration is applied: what /readyz reports. */
+export async function isStoreReady(store: Store): Promise<boolean> {
+  try {
+    const applied = await store.db
+      .selectFrom('kysely_migration' as never)
+      .select(sql<number>`count(*)`.as('count'))
+      .executeTakeFirst();
+    return Number((applied)?.count) === Object.keys(migrations).length;
+  } catch {
+    return false;
+  }
+}

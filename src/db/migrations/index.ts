@@ -1,0 +1,15 @@
+import type { Migration } from 'kysely/migration';
+import * as platform from './0001_platform.ts';
+import * as idempotencyKeys from './0002_idempotency_keys.ts';
+import * as jobs from './0003_jobs.ts';
+import * as eventsAndWebhooks from './0004_events_and_webhooks.ts';
+import * as mails from './0005_mails.ts';
+
+/** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
+export const migrations: Record<string, Migration> = {
+  '0001_platform': platform,
+  '0002_idempotency_keys': idempotencyKeys,
+  '0003_jobs': jobs,
+  '0004_events_and_webhooks': eventsAndWebhooks,
+  '0005_mails': mails,
+};

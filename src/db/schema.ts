@@ -1,0 +1,208 @@
+/**
+ * The tables as Kysely sees them. Timestamps are ISO-8601 UTC text, JSON columns are text and
+ * booleans are 0/1 (see dialect.ts for why); stores convert rows into API shapes.
+ */
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  name: string | null;
+  password_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MembersTable {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  role: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DashboardSessionsTable {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  access_token_hash: string;
+  access_expires_at: string;
+  refresh_token_hash: string;
+  refresh_expires_at: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface ConnectionsTable {
+  id: string;
+  organization_id: string;
+  name: string | null;
+  status: string;
+  test: number;
+  coexistence: number;
+  phone_number_id: string | null;
+  waba_id: string | null;
+  display_phone_number: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  organization_id: string;
+  kind: string;
+  mode: string;
+  connection_id: string | null;
+  name: string | null;
+  scopes: string;
+  key_hash: string;
+  key_hint: string;
+  metadata: string;
+  created_by_member_id: string | null;
+  created_at: string;
+  revoked_at: string | null;
+  rotated_to_key_id: string | null;
+}
+
+export interface OauthTokensTable {
+  id: string;
+  organization_id: string;
+  client_name: string;
+  scopes: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+export interface AuditEventsTable {
+  id: string;
+  organization_id: string;
+  action: string;
+  actor_type: string;
+  actor_id: string | null;
+  credential_type: string | null;
+  credential_id: string | null;
+  target_type: string;
+  target_id: string;
+  request_id: string | null;
+  data: string;
+  created_at: string;
+}
+
+/** One row per (organization, mode, key); in flight while `completed_at` is null. */
+export interface IdempotencyKeysTable {
+  organization_id: string;
+  mode: string;
+  key: string;
+  request_hash: string;
+  /** Names the one execution allowed to complete or release the row (a taken-over row gets a new one). */
+  lock_token: string;
+  locked_at: string;
+  response_status: number | null;
+  response_body: string | null;
+  created_at: string;
+  completed_at: string | null;
+  expires_at: string;
+}
+
+export interface JobsTable {
+  id: string;
+  name: string;
+  payload: string;
+  status: string;
+  run_at: string;
+  attempts: number;
+  max_attempts: number;
+  locked_by: string | null;
+  locked_until: string | null;
+  last_error: string | null;
+  dedupe_key: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EventsTable {
+  id: string;
+  organization_id: string;
+  connection_id: string | null;
+  type: string;
+  data: string;
+  previous_attributes: string | null;
+  created_at: string;
+}
+
+export interface WebhookEndpointsTable {
+  id: string;
+  organization_id: string;
+  connection_id: string | null;
+  url: string;
+  events: string;
+  description: string | null;
+  status: string;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  consecutive_failures: number;
+  first_failure_at: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  organization_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  replay_of: string | null;
+  status: string;
+  response_status: number | null;
+  response_excerpt: string | null;
+  error: string | null;
+  duration_ms: number | null;
+  next_retry_at: string | null;
+  created_at: string;
+  completed_at: string | null;
+}
+
+export interface MailsTable {
+  id: string;
+  organization_id: string | null;
+  to_address: string;
+  subject: string;
+  text: string;
+  status: string;
+  transport_message_id: string | null;
+  error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  users: UsersTable;
+  members: MembersTable;
+  dashboard_sessions: DashboardSessionsTable;
+  connections: ConnectionsTable;
+  api_keys: ApiKeysTable;
+  oauth_tokens: OauthTokensTable;
+  audit_events: AuditEventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  jobs: JobsTable;
+  events: EventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  mails: MailsTable;
+}

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { isStoreReady } from './connect.ts';
+import { createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
+
+describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
+  let testStore: TestStore;
+  before(async () => {
+    testStore = await createTestStore();
+  });
+  after(() => testStore.destroy());
+
+  it('is ready once migrated', async () => {
+    assert.equal(await isStoreReady(testStore.store), true);
+  });
+
+  it('round-trips 0/1 flags, unicode text and nulls the same on both backends', async () => {
+    const { db } = testStore.store;
+    const now = new Date().toISOString();
+    await db.insertInto('organizations').values({ id: 'org_1', name: 'Ünïcode ✓', metadata: '{}', created_at: now, updated_at: now }).execute();
+    await db
+      .insertInto('connections')
+      .values({
+        id: 'conn_1', organization_id: 'org_1', name: null, status: 'connected', test: 1, coexistence: 0,
+        phone_number_id: null, waba_id: null, display_phone_number: null, metadata: '{}', created_at: now, updated_at: now,
+      })
+      .execute();
+    const row = await db.selectFrom('connections').selectAll().where('id', '=', 'conn_1').executeTakeFirstOrThrow();
+    assert.equal(row.test, 1);
+    assert.equal(row.name, null);
+    const org = await db.selectFrom('organizations').select('name').where('id', '=', 'org_1').executeTakeFirstOrThrow();
+    assert.equal(org.name, 'Ünïcode ✓');
+  });
+
+  it('returns counts as numbers, not strings', async () => {
+    const { count } = await testStore.store.db.selectFrom('organizations').select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow();
+    assert.equal(typeof count, 'number');
+  });
+
+  it('recognises a unique violation on both backends', async () => {
+    const now = new Date().toISOString();
+    const insert = () => testStore.store.db.insertInto('users').values({ id: `usr_${Math.random()}`, email: 'same@example.com', name: null, password_hash: 'x', created_at: now, updated_at: now }).execute();
+    await insert();
+    await assert.rejects(insert(), (error) => testStore.store.dialect.isUniqueViolation(error));
+  });
+
+  it('rolls a failed transaction back entirely', async () => {
+    const { db } = testStore.store;
+    const now = new Date().toISOString();
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('organizations').values({ id: 'org_rollback', name: 'x', metadata: '{}', created_at: now, updated_at: now }).execute();
+        throw new Error('abort');
+      }),
+    );
+    assert.equal(await db.selectFrom('organizations').select('id').where('id', '=', 'org_rollback').executeTakeFirst(), undefined);
+  });
+});

@@ -1,0 +1,100 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../lib/errors.ts';
+import type { Principal } from '../modules/credentials/principal.ts';
+import type { CredentialKind, Role, Scope } from '../modules/credentials/scopes.ts';
+import type { HttpServer } from './server.ts';
+
+/**
+ * Every route declares who may call it in `config.access`; a route without a declaration fails at
+ * start-up, so no endpoint can ship unguarded. The declarations are also the endpoint→scope table
+ * that the docs print (`accessTable`).
+ */
+export type Access =
+  | {
+      readonly public: true;
+      readonly reason: string;
+      /** false: never rate limited, for what probes and browsers fetch freely (health, documentation). */
+      readonly rateLimit?: false;
+    }
+  | {
+      readonly public?: false;
+      /** null: any authenticated credential may call (identity). */
+      readonly scope: Scope | null;
+      /** Default: every kind. */
+      readonly credentials?: readonly CredentialKind[];
+      /** For dashboard tokens: the member roles allowed. */
+      readonly roles?: readonly Role[];
+    };
+
+export interface AccessRow {
+  method: string;
+  url: string;
+  access: Access;
+}
+
+export type Authenticate = (bearer: string) => Promise<Principal>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    principal: Principal | undefined;
+  }
+}
+
+const CREDENTIAL_NAMES: Record<CredentialKind, string> = {
+  connection_key: 'a connection key',
+  organization_key: 'an organization key',
+  oauth_token: 'an OAuth token',
+  dashboard_token: 'a dashboard token',
+};
+
+const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
+
+export function requirePrincipal(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error(`route ${request.routeOptions.url ?? ''} has no authenticated principal`);
+  return request.principal;
+}
+
+export function registerAccessControl(app: HttpServer, authenticate: Authenticate): AccessRow[] {
+  const table: AccessRow[] = [];
+  app.decorateRequest('principal', undefined);
+
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access;
+    if (!access) throw new Error(`route ${String(route.method)} ${route.url} declares no access rule`);
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) if (method !== 'HEAD') table.push({ method, url: route.url, access });
+  });
+
+  app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config.access;
+    if (!access || access.public) return;
+
+    const header = request.headers.authorization;
+    if (!header) throw new AppError('credential_missing', 'Send a credential in the Authorization header: `Bearer <credential>`.');
+    const match = BEARER.exec(header);
+    if (!match?.[1]) throw new AppError('credential_invalid', 'The Authorization header must be `Bearer <credential>`.');
+    const principal = await authenticate(match[1]);
+    // Attached before the checks below so that a refused (403) request is still charged to its
+    // credential's rate-limit bucket rather than to its source address.
+    request.principal = principal;
+
+    if (access.credentials && !access.credentials.includes(principal.kind)) {
+      throw new AppError('credential_kind_not_allowed', `This endpoint does not accept ${CREDENTIAL_NAMES[principal.kind]}.`, {
+        extra: { allowed_credentials: access.credentials },
+      });
+    }
+    if (access.roles && principal.role && !access.roles.includes(principal.role)) {
+      throw new AppError('role_insufficient', `This endpoint is for ${access.roles.join(' or ')} members.`, {
+        extra: { allowed_roles: access.roles },
+      });
+    }
+    if (access.scope && !principal.scopes.has(access.scope)) {
+      throw new AppError('scope_missing', `This endpoint requires the ${access.scope} scope.`, { extra: { required_scope: access.scope } });
+    }
+  });
+
+  return table;
+}

@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { ERROR_CODES, ERROR_TYPES } from '../lib/errors.ts';
+import { startServer, type TestServer } from '../../test/harness.ts';
+import { assertError, createConnection, signUp, type SignedUp, startServerWithOwner } from '../../test/factories.ts';
+
+describe('HTTP conventions shared by every endpoint', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  before(async () => ({ server, owner } = await startServerWithOwner()));
+  after(() => server.close());
+
+  describe('the error catalogue', () => {
+    it('has exactly nine types and forty-seven codes, each code of a known type', () => {
+      assert.equal(Object.keys(ERROR_TYPES).length, 9);
+      assert.equal(Object.keys(ERROR_CODES).length, 47);
+      for (const definition of Object.values(ERROR_CODES)) assert.ok(definition.type in ERROR_TYPES);
+    });
+  });
+
+  describe('request ids', () => {
+    it('every response carries X-Request-Id, and an error body repeats it', async () => {
+      const ok = await server.request('GET', '/healthz');
+      assert.match(ok.headers.get('x-request-id') ?? '', /^req_[0-9A-Z]{26}$/);
+      const failed = await server.request('GET', '/v1/identity');
+      assertError(failed, 401, 'credential_missing');
+    });
+
+    it('a request id sent by the client is not trusted', async () => {
+      const response = await server.request('GET', '/healthz', { headers: { 'x-request-id': 'spoofed' } });
+      assert.notEqual(response.headers.get('x-request-id'), 'spoofed');
+    });
+  });
+
+  describe('unknown routes and methods', () => {
+    it('an unknown path is route_not_found in the envelope', async () => {
+      assertError(await server.request('GET', '/v1/nothing-here'), 404, 'route_not_found');
+    });
+
+    it('a known path with the wrong method is method_not_allowed with Allow', async () => {
+      const response = await server.request('DELETE', '/v1/identity', { token: owner.token });
+      assertError(response, 405, 'method_not_allowed');
+      assert.match(response.headers.get('allow') ?? '', /GET/);
+    });
+
+    it('a wrong method on a path with an id is still method_not_allowed', async () => {
+      const response = await server.request('PUT', '/v1/connections/conn_01J00000000000000000000000', { token: owner.token, body: {} });
+      assertError(response, 405, 'method_not_allowed');
+      assert.match(response.headers.get('allow') ?? '', /PATCH/);
+    });
+  });
+
+  describe('bodies', () => {
+    const keyBody = { kind: 'organization', mode: 'live' };
+
+    it('malformed JSON is malformed_json', async () => {
+      const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: '{"kind":', headers: { 'content-type': 'application/json' } });
+      assertError(response, 400, 'malformed_json');
+    });
+
+    it('a __proto__ key is refused as malformed, never merged', async () => {
+      const response = await server.request('POST', '/v1/api-keys', {
+        token: owner.token,
+        rawBody: '{"kind":"organization","mode":"live","__proto__":{"admin":true}}',
+        headers: { 'content-type': 'application/json' },
+      });
+      assertError(response, 400, 'malformed_json');
+    });
+
+    it('a body that is not JSON is unsupported_content_type', async () => {
+      const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: 'kind=organization', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      assertError(response, 415, 'unsupported_content_type');
+      const text = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: 'hello', headers: { 'content-type': 'text/plain' } });
+      assertError(text, 415, 'unsupported_content_type');
+    });
+
+    it('an empty JSON body is malformed_json', async () => {
+      const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: '', headers: { 'content-type': 'application/json' } });
+      assertError(response, 400, 'malformed_json');
+    });
+
+    it('a body over 1 MiB is body_too_large', async () => {
+      const big = JSON.stringify({ ...keyBody, name: 'x'.repeat(1024 * 1024) });
+      assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: big, headers: { 'content-type': 'application/json' } }), 413, 'body_too_large');
+    });
+
+    it('an unknown field is rejected, not dropped', async () => {
+      const error = assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { ...keyBody, admin: true } }), 400, 'validation_failed');
+      assert.equal(error.param, '/admin');
+      assert.equal(error.details[0].code, 'unknown_field');
+    });
+
+    it('a JSON body is never coerced: a number is not turned into a string', async () => {
+      const connection = await createConnection(server, owner.organizationId);
+      const error = assertError(
+        await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { name: 5 } }),
+        400,
+        'validation_failed',
+      );
+      assert.equal(error.param, '/name');
+    });
+
+    it('metadata is the one open object: unknown keys inside it are kept', async () => {
+      const connection = await createConnection(server, owner.organizationId);
+      const response = await server.request('PATCH', `/v1/connections/${connection.id}`, {
+        token: owner.token,
+        body: { metadata: { anything: { nested: [1, 2] }, crm_id: 'A-1' } },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.deepEqual(response.body.metadata, { anything: { nested: [1, 2] }, crm_id: 'A-1' });
+    });
+
+    it('fifteen invalid fields give ten details, the first one as param', async () => {
+      const body: Record<string, unknown> = { kind: 'team', mode: 'staging' };
+      for (let i = 0; i < 13; i++) body[`extra_${String(i).padStart(2, '0')}`] = i;
+      const error = assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body }), 400, 'validation_failed');
+      assert.equal(error.details.length, 10);
+      assert.equal(error.param, error.details[0].param);
+      for (const detail of error.details) {
+        assert.equal(typeof detail.param, 'string');
+        assert.equal(typeof detail.code, 'string');
+        assert.equal(typeof detail.message, 'string');
+      }
+    });
+
+    it('a nested invalid value is reported with its JSON pointer', async () => {
+      const error = assertError(
+        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { ...keyBody, scopes: ['messages:read', 'root:everything'] } }),
+        400,
+        'validation_failed',
+      );
+      assert.equal(error.param, '/scopes/1');
+    });
+
+    it('SQL-looking and oversized strings are data, never code', async () => {
+      const connection = await createConnection(server, owner.organizationId);
+      const name = "x'); DROP TABLE connections; --";
+      const response = await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { name } });
+      assert.equal(response.status, 200);
+      assert.equal(response.body.name, name);
+      assert.equal((await server.request('GET', '/v1/connections', { token: owner.token })).status, 200);
+      const error = assertError(
+        await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { name: 'n'.repeat(5000) } }),
+        400,
+        'validation_failed',
+      );
+      assert.equal(error.details[0].code, 'too_long');
+    });
+  });
+
+  describe('query strings and path parameters', () => {
+    it('query integers are coerced from text, and bad ones name /query/<param>', async () => {
+      assert.equal((await server.request('GET', '/v1/members?limit=5', { token: owner.token })).status, 200);
+      const error = assertError(await server.request('GET', '/v1/members?limit=abc', { token: owner.token }), 400, 'validation_failed');
+      assert.equal(error.param, '/query/limit');
+    });
+
+    it('an unknown query parameter is rejected', async () => {
+      const error = assertError(await server.request('GET', '/v1/members?sort=email', { token: owner.token }), 400, 'validation_failed');
+      assert.equal(error.param, '/query/sort');
+    });
+
+    it('a malformed id in the path is validation_failed on /path/id', async () => {
+      const error = assertError(await server.request('GET', '/v1/connections/not-an-id', { token: owner.token }), 400, 'validation_failed');
+      assert.equal(error.param, '/path/id');
+    });
+  });
+
+  describe('internal failures', () => {
+    it('an unexpected error is a masked 500 with the request id', async () => {
+      // Pulling a table from under a live server (its own store) makes a handler fail unexpectedly.
+      const broken = await startServer();
+      try {
+        const account = await signUp(broken);
+        await sql`alter table organizations rename to organizations_gone`.execute(broken.app.store.db);
+        const response = await broken.request('GET', '/v1/identity', { token: account.token });
+        const error = assertError(response, 500, 'internal_error');
+        assert.equal(error.message, 'An unexpected error occurred.');
+        assert.doesNotMatch(response.text, /organizations|at .*\.ts:\d+/);
+      } finally {
+        await broken.close();
+      }
+    });
+  });
+});

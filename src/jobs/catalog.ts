@@ -1,0 +1,33 @@
+import Type from 'typebox';
+import { HOUR, MINUTE, SECOND } from '../lib/clock.ts';
+import { defineJob, retrySchedule } from './job.ts';
+
+/**
+ * Every job the service runs: its name, payload and retry policy. Handlers live with the module
+ * that owns the work (`modules/<resource>/*.job.ts`); this list is the one place to see them all.
+ */
+
+/** The spec's schedule: 8 retries after the first attempt, nominally at these delays, with jitter. */
+export const WEBHOOK_RETRY_DELAYS = [5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 4 * HOUR, 12 * HOUR, 24 * HOUR] as const;
+
+export const webhookDelivery = defineJob({
+  name: 'webhook.deliver',
+  payload: Type.Object({
+    event_id: Type.String(),
+    endpoint_id: Type.String(),
+    /** Set when a person asked to send one attempt again: the attempt being replayed. */
+    replay_of: Type.Optional(Type.String()),
+  }),
+  retry: retrySchedule(WEBHOOK_RETRY_DELAYS, { jitter: 0.1 }),
+  // The receiver gets 10 s; the rest covers resolving its name and recording the outcome.
+  timeoutMs: 20 * SECOND,
+});
+
+export const mailSend = defineJob({
+  name: 'mail.send',
+  payload: Type.Object({ mail_id: Type.String() }),
+  retry: retrySchedule([MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 6 * HOUR]),
+  timeoutMs: 30 * SECOND,
+});
+
+export const JOBS = [webhookDelivery, mailSend] as const;

@@ -1,0 +1,70 @@
+import { Value } from 'typebox/value';
+import type { Db } from '../db/connect.ts';
+import type { Clock } from '../lib/clock.ts';
+import { newId } from '../lib/ids.ts';
+import type { JobDefinition, JobPayload } from './job.ts';
+
+export interface EnqueueOptions {
+  /** When to run; default now. */
+  runAt?: Date;
+  /**
+   * A deterministic key for a job that must exist at most once (a timer, a scheduled slot). A second
+   * enqueue with the same key is ignored, even after the first has run, unless `replace` is set:
+   * then a job still waiting is moved to the new time and payload (a timer being pushed back).
+   */
+  dedupeKey?: string;
+  replace?: boolean;
+}
+
+/**
+ * Writing jobs. `enqueue` takes the caller's transaction, so a change and the work it causes are
+ * committed together or not at all (the transactional outbox): nothing is lost between the two.
+ */
+export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
+  const { clock } = deps;
+  return {
+    async enqueue<D extends JobDefinition>(trx: Db, definition: D, payload: JobPayload<D>, options: EnqueueOptions = {}): Promise<string> {
+      if (!Value.Check(definition.payload, payload)) {
+        throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
+      }
+      const now = clock.now();
+      const runAt = (options.runAt ?? now).toISOString();
+      const id = newId('job', now.getTime());
+      const row = {
+        id,
+        name: definition.name,
+        payload: JSON.stringify(payload),
+        status: 'queued',
+        run_at: runAt,
+        attempts: 0,
+        max_attempts: definition.retry.maxAttempts,
+        locked_by: null,
+        locked_until: null,
+        last_error: null,
+        dedupe_key: options.dedupeKey ?? null,
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+      };
+      await trx
+        .insertInto('jobs')
+        .values(row)
+        .onConflict((conflict) => {
+          const target = conflict.column('dedupe_key');
+          return options.replace
+            ? target.doUpdateSet({ run_at: runAt, payload: row.payload, updated_at: row.updated_at }).where('jobs.status', '=', 'queued')
+            : target.doNothing();
+        })
+        .execute();
+      deps.onEnqueue?.();
+      return id;
+    },
+
+    /** Removes a job that is still waiting (a timer that no longer applies). */
+    async cancel(trx: Db, dedupeKey: string): Promise<boolean> {
+      const result = await trx.deleteFrom('jobs').where('dedupe_key', '=', dedupeKey).where('status', '=', 'queued').executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    },
+  };
+}
+
+export type Queue = ReturnType<typeof createQueue>;

@@ -1,0 +1,250 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import type { Dialect } from '../db/dialect.ts';
+import type { JobsTable } from '../db/schema.ts';
+import type { Clock } from '../lib/clock.ts';
+import { JobError, isRetryable, type JobDefinition, type JobPayload } from './job.ts';
+
+export interface JobContext {
+  readonly id: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** Aborted when the attempt times out or the worker shuts down. */
+  readonly signal: AbortSignal;
+}
+
+export type JobHandler<D extends JobDefinition> = (payload: JobPayload<D>, context: JobContext) => Promise<void>;
+
+export interface WorkerLog {
+  error(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+export interface WorkerOptions {
+  db: Db;
+  dialect: Dialect;
+  clock: Clock;
+  log: WorkerLog;
+  /** Jobs run at once by this worker. */
+  concurrency?: number;
+  /** How long a claimed job belongs to this worker; past it, another worker may take it. */
+  leaseMs?: number;
+  /** How long to wait before looking again when nothing was due. */
+  pollMs?: number;
+}
+
+interface Registered {
+  definition: JobDefinition;
+  handler: JobHandler<JobDefinition>;
+}
+
+/**
+ * Runs due jobs. Claiming marks jobs running under a lease; a worker that dies leaves its jobs to
+ * come back when the lease ends. Several workers (in several processes) share one queue: on
+ * PostgreSQL they claim with `FOR UPDATE SKIP LOCKED`, on SQLite the single writer serialises them.
+ */
+export function createWorker(options: WorkerOptions) {
+  const { db, dialect, clock, log } = options;
+  const concurrency = options.concurrency ?? 16;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const pollMs = options.pollMs ?? 100;
+  const workerId = `wrk_${randomBytes(6).toString('hex')}`;
+  // Claim in batches: refilling one slot each time a job finishes would cost a claim per job.
+  const refillBelow = Math.max(1, Math.floor(concurrency / 2));
+  const handlers = new Map<string, Registered>();
+  const inFlight = new Map<string, { promise: Promise<void>; abort: AbortController; attempts: number }>();
+  let running = false;
+  let stopping = false;
+  let loop: Promise<void> | undefined;
+  let wakeUp: (() => void) | undefined;
+
+  async function claim(limit: number): Promise<JobsTable[]> {
+    const now = clock.now();
+    const nowIso = now.toISOString();
+    return db.transaction().execute(async (trx) => {
+      // Two queries rather than one OR: each is a range of the (status, run_at) index read in order,
+      // where an OR made the store sort every due job to pick the next few.
+      // A running job whose lease ran out belongs to a worker that died; it goes first.
+      const expired = await dialect
+        .lockSkipLocked(trx.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).limit(limit))
+        .execute();
+      const queued =
+        expired.length < limit
+          ? await dialect
+              .lockSkipLocked(
+                trx
+                  .selectFrom('jobs')
+                  .select('id')
+                  .where('status', '=', 'queued')
+                  .where('run_at', '<=', nowIso)
+                  .orderBy('run_at')
+                  .limit(limit - expired.length),
+              )
+              .execute()
+          : [];
+      const due = [...expired, ...queued];
+      if (due.length === 0) return [];
+      return trx
+        .updateTable('jobs')
+        .set({
+          status: 'running',
+          locked_by: workerId,
+          locked_until: new Date(now.getTime() + leaseMs).toISOString(),
+          attempts: sql<number>`attempts + 1`,
+          updated_at: nowIso,
+        })
+        .where('id', 'in', due.map((row) => row.id))
+        .returningAll()
+        .execute();
+    });
+  }
+
+  /** Records an attempt's outcome, unless the lease was lost and the job now belongs to someone else. */
+  async function settle(job: JobsTable, changes: Partial<JobsTable>): Promise<void> {
+    await db
+      .updateTable('jobs')
+      .set({ ...changes, locked_by: null, locked_until: null, updated_at: clock.now().toISOString() })
+      .where('id', '=', job.id)
+      .where('locked_by', '=', workerId)
+      .where('attempts', '=', job.attempts)
+      .execute();
+  }
+
+  function nextRunAt(error: unknown, definition: JobDefinition, attempts: number): Date {
+    if (error instanceof JobError && error.retryAt) return error.retryAt;
+    return new Date(clock.now().getTime() + definition.retry.delayMs(attempts));
+  }
+
+  async function execute(job: JobsTable, abort: AbortController): Promise<void> {
+    const registered = handlers.get(job.name);
+    if (!registered) {
+      log.error({ job_id: job.id, job: job.name }, 'no handler for job');
+      await settle(job, { status: 'failed', last_error: `no handler for ${job.name}` });
+      return;
+    }
+    const timeoutMs = registered.definition.timeoutMs;
+    const timer = setTimeout(() => abort.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+    try {
+      const payload = JSON.parse(job.payload) as unknown;
+      const context: JobContext = { id: job.id, attempt: job.attempts, maxAttempts: job.max_attempts, signal: abort.signal };
+      await Promise.race([
+        registered.handler(payload, context),
+        new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
+      ]);
+      // A handler that returns after its time ran out still timed out: its work may be half done.
+      if (abort.signal.aborted) throw abort.signal.reason;
+      await settle(job, { status: 'succeeded', last_error: null });
+    } catch (error) {
+      // Aborted by `stop`: the job goes back to the queue uncounted there, not as a failed attempt.
+      if (stopping && abort.signal.aborted) return;
+      const message = error instanceof Error ? error.message : String(error);
+      const again = isRetryable(error) && job.attempts < job.max_attempts;
+      if (!again) log.warn({ job_id: job.id, job: job.name, attempts: job.attempts, err: error }, 'job failed for good');
+      await settle(
+        job,
+        again
+          ? { status: 'queued', run_at: nextRunAt(error, registered.definition, job.attempts).toISOString(), last_error: message }
+          : { status: 'failed', last_error: message },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function start(job: JobsTable): Promise<void> {
+    const abort = new AbortController();
+    const promise = execute(job, abort)
+      .catch((error: unknown) => log.error({ job_id: job.id, err: error }, 'could not record a job outcome'))
+      .finally(() => {
+        inFlight.delete(job.id);
+        wakeUp?.();
+      });
+    inFlight.set(job.id, { promise, abort, attempts: job.attempts });
+    return promise;
+  }
+
+  async function runLoop(): Promise<void> {
+    while (running) {
+      let claimed: JobsTable[] = [];
+      if (inFlight.size < refillBelow) {
+        try {
+          claimed = await claim(concurrency - inFlight.size);
+        } catch (error) {
+          log.error({ err: error }, 'claiming jobs failed; retrying');
+        }
+        for (const job of claimed) void start(job);
+      }
+      if (claimed.length === 0 || inFlight.size >= refillBelow) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollMs);
+          wakeUp = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wakeUp = undefined;
+      }
+    }
+  }
+
+  return {
+    id: workerId,
+
+    register<D extends JobDefinition>(definition: D, handler: JobHandler<D>): void {
+      if (handlers.has(definition.name)) throw new Error(`job ${definition.name} has two handlers`);
+      handlers.set(definition.name, { definition, handler: handler });
+    },
+
+    /** Tells an idle worker to look now (after a local enqueue) instead of at its next poll. */
+    wake(): void {
+      wakeUp?.();
+    },
+
+    start(): void {
+      if (running) return;
+      running = true;
+      loop = runLoop();
+    },
+
+    /**
+     * Stops claiming, gives running jobs until `graceMs` to finish, then aborts the rest and hands
+     * them back to the queue at once (rather than after their lease), attempt uncounted.
+     */
+    async stop(graceMs = 10_000): Promise<void> {
+      running = false;
+      wakeUp?.();
+      await loop;
+      const deadline = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
+      await Promise.race([Promise.allSettled([...inFlight.values()].map((job) => job.promise)), deadline]);
+      const unfinished = [...inFlight.entries()];
+      stopping = true;
+      for (const [, job] of unfinished) job.abort.abort(new Error('worker stopping'));
+      for (const [id, job] of unfinished) {
+        await db
+          .updateTable('jobs')
+          .set({ status: 'queued', locked_by: null, locked_until: null, attempts: job.attempts - 1, updated_at: clock.now().toISOString() })
+          .where('id', '=', id)
+          .where('locked_by', '=', workerId)
+          .execute();
+      }
+    },
+
+    /**
+     * Runs every job that is due now, and those they make due, until none is left: for tests and
+     * tools that move a manual clock and want the consequences at once.
+     */
+    async drain(): Promise<number> {
+      let count = 0;
+      for (;;) {
+        const claimed = await claim(concurrency);
+        if (claimed.length === 0) return count;
+        count += claimed.length;
+        await Promise.all(claimed.map((job) => start(job)));
+      }
+    },
+  };
+}
+
+export type Worker = ReturnType<typeof createWorker>;

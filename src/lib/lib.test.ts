@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { ID_PREFIXES, idPattern, newId } from './ids.ts';
+import { SecretBox, constantTimeEqual, hashPassword, randomBase62, verifyPassword } from './crypto.ts';
+import { ManualClock } from './clock.ts';
+
+describe('identifiers', () => {
+  it('are <prefix>_<26 characters> for every kind', () => {
+    for (const kind of Object.keys(ID_PREFIXES) as (keyof typeof ID_PREFIXES)[]) {
+      assert.match(newId(kind), new RegExp(idPattern(kind)));
+    }
+  });
+
+  it('sort in minting order, even within one millisecond', () => {
+    const now = Date.now();
+    const ids = Array.from({ length: 1000 }, () => newId('message', now));
+    assert.deepEqual([...ids].sort(), ids);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+
+  it('sort by creation time across milliseconds', () => {
+    const earlier = newId('contact', Date.parse('2026-01-01T00:00:00Z'));
+    const later = newId('contact', Date.parse('2026-01-01T00:00:01Z'));
+    assert.ok(earlier < later);
+  });
+});
+
+describe('crypto helpers', () => {
+  it('random keys use the whole base62 alphabet at the requested length', () => {
+    const sample = Array.from({ length: 200 }, () => randomBase62(32)).join('');
+    assert.equal(randomBase62(32).length, 32);
+    assert.equal(new Set(sample).size, 62);
+  });
+
+  it('passwords verify only against their own hash', async () => {
+    const hash = await hashPassword('correct horse battery');
+    assert.match(hash, /^scrypt\$32768\$8\$1\$/);
+    assert.equal(await verifyPassword('correct horse battery', hash), true);
+    assert.equal(await verifyPassword('correct horse batterx', hash), false);
+    assert.equal(await verifyPassword('anything', 'not-a-hash'), false);
+  });
+
+  it('sealed secrets open only with the same master key, and tampering is detected', () => {
+    const box = new SecretBox(randomBytes(32));
+    const sealed = box.seal('whsec_secret');
+    assert.doesNotMatch(sealed, /whsec_secret/);
+    assert.equal(box.open(sealed), 'whsec_secret');
+    assert.notEqual(box.seal('whsec_secret'), sealed, 'a fresh IV each time');
+    assert.throws(() => new SecretBox(randomBytes(32)).open(sealed));
+    const tampered = sealed.slice(0, -2) + (sealed.endsWith('A') ? 'BB' : 'AA');
+    assert.throws(() => box.open(tampered));
+  });
+
+  it('constant-time comparison is still a comparison', () => {
+    assert.equal(constantTimeEqual('abc', 'abc'), true);
+    assert.equal(constantTimeEqual('abc', 'abd'), false);
+    assert.equal(constantTimeEqual('abc', 'abcd'), false);
+  });
+});
+
+describe('the manual clock', () => {
+  it('moves only when told to', () => {
+    const clock = new ManualClock('2026-01-01T00:00:00Z');
+    assert.equal(clock.now().toISOString(), '2026-01-01T00:00:00.000Z');
+    clock.advance(1500);
+    assert.equal(clock.now().toISOString(), '2026-01-01T00:00:01.500Z');
+  });
+});

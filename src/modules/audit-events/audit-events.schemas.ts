@@ -1,0 +1,30 @@
+import Type, { type Static } from 'typebox';
+import { CREDENTIAL_KINDS } from '../credentials/scopes.ts';
+import { Id, ListOf, ListQuery, Nullable, Timestamp } from '../../http/schemas.ts';
+
+export const ACTOR_TYPES = ['member', 'api_key', 'oauth_token', 'system'] as const;
+
+export const AuditEventSchema = Type.Object(
+  {
+    id: Id('auditEvent'),
+    object: Type.Literal('audit_event'),
+    action: Type.String({ description: 'What happened, as `<resource>.<verb>` (api_key.created, connection.updated, ...).' }),
+    actor: Type.Object({
+      type: Type.Enum(ACTOR_TYPES),
+      id: Nullable(Type.String()),
+    }),
+    credential: Nullable(Type.Object({ type: Type.Enum(CREDENTIAL_KINDS), id: Type.String() })),
+    target: Type.Object({ type: Type.String(), id: Type.String() }),
+    request_id: Nullable(Type.String()),
+    data: Type.Record(Type.String(), Type.Unknown()),
+    created_at: Timestamp,
+  },
+  { description: 'One entry of the audit log: a change made through the API or the dashboard.' },
+);
+export type AuditEvent = Static<typeof AuditEventSchema>;
+
+export const AuditEventListQuery = ListQuery({
+  action: Type.Optional(Type.String({ maxLength: 100 })),
+  target_id: Type.Optional(Type.String({ maxLength: 64 })),
+});
+export const AuditEventListSchema = ListOf(AuditEventSchema);

@@ -1,0 +1,191 @@
+import type { Db } from '../../db/connect.ts';
+import type { DashboardSessionsTable } from '../../db/schema.ts';
+import { DAY, MINUTE, type Clock } from '../../lib/clock.ts';
+import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../lib/crypto.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { AuditEventsService } from '../audit-events/index.ts';
+import type { Principal } from '../credentials/principal.ts';
+import { ROLE_SCOPES } from '../credentials/scopes.ts';
+import type { MembersService } from '../members/index.ts';
+import type { Member } from '../members/members.schemas.ts';
+import type { OrganizationsService } from '../organizations/index.ts';
+import type { Organization } from '../organizations/organizations.schemas.ts';
+import type { DashboardToken, LoginInput, SignupInput } from './auth.schemas.ts';
+import type { AuthStore } from './auth.store.ts';
+
+export const DASHBOARD_TOKEN_PREFIX = 'dtk_';
+const REFRESH_TOKEN_PREFIX = 'drt_';
+export const DASHBOARD_TOKEN_TTL_MS = 15 * MINUTE;
+export const REFRESH_TOKEN_TTL_MS = 30 * DAY;
+
+export interface IssuedSession {
+  sessionId: string;
+  body: DashboardToken;
+  refreshToken: string;
+  refreshExpiresAt: Date;
+}
+
+// Verifying against this when the email is unknown keeps "no such account" as slow as "wrong password".
+const UNKNOWN_USER_HASH = await hashPassword(randomToken());
+
+export function createAuthService(deps: {
+  db: Db;
+  store: AuthStore;
+  clock: Clock;
+  organizations: OrganizationsService;
+  members: MembersService;
+  audit: AuditEventsService;
+}) {
+  const { db, store, clock, organizations, members, audit } = deps;
+
+  function newTokens(now: Date) {
+    const access = DASHBOARD_TOKEN_PREFIX + randomToken(32);
+    const refresh = REFRESH_TOKEN_PREFIX + randomToken(32);
+    return {
+      access,
+      refresh,
+      accessExpiresAt: new Date(now.getTime() + DASHBOARD_TOKEN_TTL_MS),
+    };
+  }
+
+  async function openSession(trx: Db, member: Member, organization: Organization): Promise<IssuedSession> {
+    const now = clock.now();
+    const tokens = newTokens(now);
+    const refreshExpiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_MS);
+    const session: DashboardSessionsTable = {
+      id: newId('dashboardSession', now.getTime()),
+      organization_id: member.organization_id,
+      member_id: member.id,
+      access_token_hash: sha256Hex(tokens.access),
+      access_expires_at: tokens.accessExpiresAt.toISOString(),
+      refresh_token_hash: sha256Hex(tokens.refresh),
+      refresh_expires_at: refreshExpiresAt.toISOString(),
+      created_at: now.toISOString(),
+      revoked_at: null,
+    };
+    await store.insertSession(trx, session);
+    return {
+      sessionId: session.id,
+      body: tokenBody(tokens.access, tokens.accessExpiresAt, member, organization),
+      refreshToken: tokens.refresh,
+      refreshExpiresAt,
+    };
+  }
+
+  function tokenBody(token: string, expiresAt: Date, member: Member, organization: Organization): DashboardToken {
+    return { object: 'dashboard_token', token, expires_at: expiresAt.toISOString(), organization, member };
+  }
+
+  return {
+    async signup(input: SignupInput, requestId: string): Promise<IssuedSession> {
+      const passwordHash = await hashPassword(input.password);
+      return db.transaction().execute(async (trx) => {
+        const organization = await organizations.create(trx, { name: input.organization_name });
+        const member = await members.createUserAndMember(trx, {
+          email: input.email,
+          name: input.name ?? null,
+          passwordHash,
+          organizationId: organization.id,
+          role: 'owner',
+        });
+        const session = await openSession(trx, member, organization);
+        const principal = principalFor(session.body.member, session.sessionId);
+        const actor = { principal, requestId };
+        await audit.record(trx, actor, { action: 'organization.created', target: { type: 'organization', id: organization.id }, data: { name: organization.name } });
+        await audit.record(trx, actor, { action: 'member.created', target: { type: 'member', id: member.id }, data: { role: member.role } });
+        return session;
+      });
+    },
+
+    async login(input: LoginInput, requestId: string): Promise<IssuedSession> {
+      const user = await members.findUserByEmail(input.email);
+      const passwordOk = await verifyPassword(input.password, user?.password_hash ?? UNKNOWN_USER_HASH);
+      if (!user || !passwordOk) throw new AppError('login_failed', 'The email or password is incorrect.');
+      const memberships = await members.listMembershipsOfUser(user.id);
+      const member = input.organization_id ? memberships.find((m) => m.organization_id === input.organization_id) : memberships[0];
+      if (!member) {
+        // Same answer as a wrong password: a login attempt must not reveal which organizations exist.
+        throw new AppError('login_failed', 'The email or password is incorrect.');
+      }
+      const organization = await organizations.get(member.organization_id);
+      return db.transaction().execute(async (trx) => {
+        const session = await openSession(trx, member, organization);
+        await audit.record(trx, { principal: principalFor(member, session.sessionId), requestId }, {
+          action: 'session.created',
+          target: { type: 'member', id: member.id },
+        });
+        return session;
+      });
+    },
+
+    /** Exchanges the refresh token (from its cookie) for a new dashboard token and a new refresh token. */
+    async refresh(refreshToken: string | undefined): Promise<IssuedSession> {
+      if (!refreshToken) throw new AppError('credential_missing', 'No refresh token: log in again.');
+      const session = await store.findByRefreshHash(db, sha256Hex(refreshToken));
+      if (!session) throw new AppError('credential_invalid', 'The refresh token is not valid: log in again.');
+      if (session.revoked_at) throw new AppError('credential_revoked', 'The session was logged out: log in again.');
+      const now = clock.now();
+      if (session.refresh_expires_at <= now.toISOString()) throw new AppError('credential_expired', 'The session has expired: log in again.');
+      const member = await members.find(session.organization_id, session.member_id);
+      if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
+      const tokens = newTokens(now);
+      const rotated = await store.rotateTokens(db, session.id, session.refresh_token_hash, {
+        access_token_hash: sha256Hex(tokens.access),
+        access_expires_at: tokens.accessExpiresAt.toISOString(),
+        refresh_token_hash: sha256Hex(tokens.refresh),
+      });
+      if (!rotated) throw new AppError('credential_invalid', 'The refresh token was already used: log in again.');
+      return {
+        sessionId: session.id,
+        body: tokenBody(tokens.access, tokens.accessExpiresAt, member, await organizations.get(member.organization_id)),
+        refreshToken: tokens.refresh,
+        refreshExpiresAt: new Date(session.refresh_expires_at),
+      };
+    },
+
+    /** Ends the session named by the refresh cookie or the dashboard token; unknown ones are already ended. */
+    async logout(tokens: { refreshToken?: string | undefined; accessToken?: string | undefined }, requestId: string): Promise<string | null> {
+      const session =
+        (tokens.refreshToken ? await store.findByRefreshHash(db, sha256Hex(tokens.refreshToken)) : undefined) ??
+        (tokens.accessToken ? await store.findByAccessHash(db, sha256Hex(tokens.accessToken)) : undefined);
+      if (!session || session.revoked_at) return null;
+      const member = await members.find(session.organization_id, session.member_id);
+      await db.transaction().execute(async (trx) => {
+        await store.revoke(trx, session.id, clock.now().toISOString());
+        if (member) {
+          await audit.record(trx, { principal: principalFor(member, session.id), requestId }, { action: 'session.revoked', target: { type: 'member', id: member.id } });
+        }
+      });
+      return session.id;
+    },
+
+    async authenticate(token: string): Promise<Principal> {
+      const session = await store.findByAccessHash(db, sha256Hex(token));
+      if (!session) throw new AppError('credential_invalid', 'The dashboard token is not valid.');
+      if (session.revoked_at) throw new AppError('credential_revoked', 'The session was logged out.');
+      if (session.access_expires_at <= clock.now().toISOString()) {
+        throw new AppError('credential_expired', 'The dashboard token has expired; renew it with POST /auth/refresh.');
+      }
+      // The role is read on every request so that a role change or removal takes effect at once.
+      const member = await members.find(session.organization_id, session.member_id);
+      if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
+      return principalFor(member, session.id);
+    },
+  };
+}
+
+function principalFor(member: Member, sessionId: string): Principal {
+  return {
+    kind: 'dashboard_token',
+    credentialId: sessionId,
+    organizationId: member.organization_id,
+    memberId: member.id,
+    role: member.role,
+    mode: null,
+    connectionId: null,
+    scopes: new Set(ROLE_SCOPES[member.role]),
+  };
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;

@@ -1,0 +1,23 @@
+import type { CredentialKind, Mode, Role, Scope } from './scopes.ts';
+
+/** Who is calling: the resolved credential, attached to every authenticated request. */
+export interface Principal {
+  readonly kind: CredentialKind;
+  /** The credential's record (`key_…`, `otk_…` or `ses_…`; never the secret itself), for the audit log. */
+  readonly credentialId: string;
+  readonly organizationId: string;
+  /** Dashboard tokens only. */
+  readonly memberId: string | null;
+  readonly role: Role | null;
+  /** API keys carry a mode; dashboard and OAuth tokens see both modes (null). */
+  readonly mode: Mode | null;
+  /** Connection keys only: the one connection they grant. */
+  readonly connectionId: string | null;
+  readonly scopes: ReadonlySet<Scope>;
+}
+
+/** What a service needs to know about the caller to authorise and audit a change. */
+export interface Actor {
+  readonly principal: Principal;
+  readonly requestId: string;
+}

@@ -1,0 +1,231 @@
+import type { Db } from '../../db/connect.ts';
+import { DAY, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
+import { randomToken, sha256Hex, type SecretBox } from '../../lib/crypto.ts';
+import { AppError, ERROR_CODES } from '../../lib/errors.ts';
+import type { Mode } from '../credentials/scopes.ts';
+import type { IdempotencyKeysStore, KeyScope } from './idempotency-keys.store.ts';
+
+/** What a route declares: `required` for send endpoints, where a retry must never send twice. */
+export type IdempotencyRequirement = 'required' | 'optional';
+
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+/** The spec's retention: a key answers with its first response for 24 hours after it was first used. */
+export const IDEMPOTENCY_RETENTION_MS = DAY;
+/**
+ * An in-flight key whose lock is older than this is presumed orphaned by a process that died
+ * mid-request, and the next request with the same key and body takes it over. It must stay well above
+ * the longest time a request can legitimately run (provider calls time out after 10 s), or a slow
+ * first execution could be overtaken and run twice.
+ */
+export const IDEMPOTENCY_LOCK_TIMEOUT_MS = 60 * SECOND;
+
+// Expired rows are already ignored on read; the sweep only keeps the table small. Once a minute per
+// process and a bounded batch, so no request ever pays for a large delete.
+const SWEEP_INTERVAL_MS = MINUTE;
+const SWEEP_BATCH = 500;
+// A claim can lose its race to a row that then disappears (released after a 5xx, or expired and
+// deleted); a few fresh attempts settle it, and past them the key is plainly busy.
+const CLAIM_ATTEMPTS = 3;
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+
+/** Everything that makes two requests "the same request" for a key. */
+export interface RequestFingerprint {
+  method: string;
+  /** The route's URL pattern (`/v1/api-keys/:id/revoke`); with `params` it is the path as sent. */
+  route: string;
+  params: unknown;
+  query: unknown;
+  /** The body as parsed and validated, so formatting and key order do not matter. */
+  body: unknown;
+}
+
+/** The right to execute a request for a key, and to record its response. */
+export interface Claim {
+  readonly scope: KeyScope;
+  readonly lockToken: string;
+}
+
+export type Begin =
+  | { readonly kind: 'execute'; readonly claim: Claim }
+  | { readonly kind: 'replay'; readonly status: number; readonly body: string };
+
+export interface ResponseRecord {
+  status: number;
+  /** The serialized body; undefined when it could not be captured (a stream). */
+  body: string | undefined;
+  /** The `error.code` of an error response. */
+  errorCode: string | undefined;
+}
+
+export type Finish = 'stored' | 'released' | 'lost';
+
+/**
+ * JSON with every object's keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one text. Arrays
+ * keep their order: in a body, order there is meaning.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value ?? null, (_key, item: unknown) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
+    const entries = Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return Object.fromEntries(entries);
+  });
+}
+
+export function requestHash(request: RequestFingerprint): string {
+  return sha256Hex(canonicalJson([request.method.toUpperCase(), request.route, request.params ?? {}, request.query ?? {}, request.body ?? null]));
+}
+
+/**
+ * Whether a response is the request's final answer, to be replayed for 24 hours. Not final: a 5xx
+ * (the service failed, and its transaction rolled back), an error the catalogue calls retryable
+ * (replaying "try again later" for a day would make it false), and `validation_failed` (a request
+ * that fails validation stores nothing, wherever the rule that refused it lives).
+ */
+export function isFinalResponse(status: number, errorCode: string | undefined): boolean {
+  if (status >= 500) return false;
+  if (errorCode === undefined || !Object.hasOwn(ERROR_CODES, errorCode)) return true;
+  const definition = ERROR_CODES[errorCode as keyof typeof ERROR_CODES];
+  return !definition.retryable && errorCode !== 'validation_failed';
+}
+
+export function createIdempotencyKeysService(deps: {
+  db: Db;
+  store: IdempotencyKeysStore;
+  clock: Clock;
+  isUniqueViolation: (error: unknown) => boolean;
+  /**
+   * Seals stored bodies: a replayable response can carry a secret shown only once (a new API key, a
+   * signing secret), which must not sit readable in the table for 24 hours.
+   */
+  secrets: Pick<SecretBox, 'seal' | 'open'>;
+  lockTimeoutMs?: number;
+}) {
+  const { db, store, clock, isUniqueViolation, secrets } = deps;
+  const lockTimeoutMs = deps.lockTimeoutMs ?? IDEMPOTENCY_LOCK_TIMEOUT_MS;
+  let nextSweepAt = Number.NEGATIVE_INFINITY;
+
+  async function sweepIfDue(now: Date): Promise<void> {
+    if (now.getTime() < nextSweepAt) return;
+    // Set before awaiting, so concurrent requests do not all sweep at once.
+    nextSweepAt = now.getTime() + SWEEP_INTERVAL_MS;
+    try {
+      await store.deleteExpired(db, now.toISOString(), SWEEP_BATCH);
+    } catch {
+      // Housekeeping only: expired rows are ignored on read, and the next sweep deletes them. The
+      // request that happened to run it must not fail for it.
+    }
+  }
+
+  function reuse(key: string): AppError {
+    return new AppError('idempotency_key_reuse', `The Idempotency-Key "${key}" was already used with a different request (method, path or body); use a new key for a new request.`, {
+      param: '/header/idempotency-key',
+      extra: { idempotency_key: key },
+    });
+  }
+
+  function inFlight(key: string): AppError {
+    return new AppError('idempotency_key_in_flight', `A request with the Idempotency-Key "${key}" is still being processed; retry in a second to get its response.`, {
+      param: '/header/idempotency-key',
+      extra: { idempotency_key: key },
+      headers: { 'retry-after': '1' },
+    });
+  }
+
+  async function claimOrReplay(scope: KeyScope, hash: string, now: Date): Promise<Begin> {
+    const at = now.toISOString();
+    const expiresAt = new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS).toISOString();
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const lockToken = randomToken(16);
+      try {
+        await store.insert(db, {
+          organization_id: scope.organizationId,
+          mode: scope.mode,
+          key: scope.key,
+          request_hash: hash,
+          lock_token: lockToken,
+          locked_at: at,
+          response_status: null,
+          response_body: null,
+          created_at: at,
+          completed_at: null,
+          expires_at: expiresAt,
+        });
+        return { kind: 'execute', claim: { scope, lockToken } };
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+      }
+
+      const existing = await store.find(db, scope);
+      if (!existing) continue;
+      if (existing.expires_at <= at) {
+        await store.deleteIfExpired(db, scope, at);
+        continue;
+      }
+      if (existing.request_hash !== hash) throw reuse(scope.key);
+      if (existing.completed_at !== null && existing.response_status !== null) {
+        return { kind: 'replay', status: existing.response_status, body: existing.response_body === null ? '' : secrets.open(existing.response_body) };
+      }
+      if (Date.parse(existing.locked_at) + lockTimeoutMs <= now.getTime()) {
+        const takeOver = { lockToken: randomToken(16), lockedAt: at, expiresAt };
+        if (await store.takeOver(db, scope, existing.lock_token, takeOver)) return { kind: 'execute', claim: { scope, lockToken: takeOver.lockToken } };
+      }
+      throw inFlight(scope.key);
+    }
+    throw inFlight(scope.key);
+  }
+
+  return {
+    /** The key from the header value, or undefined when none was sent and none is required. */
+    readKey(header: string | string[] | undefined, requirement: IdempotencyRequirement): string | undefined {
+      if (header === undefined) {
+        if (requirement === 'optional') return undefined;
+        throw new AppError('idempotency_key_required', 'This endpoint requires an Idempotency-Key header, so that a retry can never act twice.', {
+          param: '/header/idempotency-key',
+        });
+      }
+      const invalid = (why: string) =>
+        new AppError('idempotency_key_invalid', `The Idempotency-Key header ${why}; send 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters.`, {
+          param: '/header/idempotency-key',
+        });
+      if (Array.isArray(header)) throw invalid('was sent more than once');
+      if (header.length === 0) throw invalid('is empty');
+      if (header.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw invalid(`is ${header.length} characters long`);
+      if (!PRINTABLE_ASCII.test(header)) throw invalid('holds characters that are not printable ASCII');
+      return header;
+    },
+
+    /**
+     * Claims the key for this request, or answers it from the key's first request. The insert is the
+     * claim: the primary key on (organization, mode, key) lets exactly one of any number of concurrent
+     * first requests in, on one process or many. An expired row counts as absent.
+     */
+    async begin(caller: { organizationId: string; mode: Mode | null }, key: string, request: RequestFingerprint): Promise<Begin> {
+      const now = clock.now();
+      // Dashboard and OAuth tokens carry no mode; what they do is live.
+      const scope: KeyScope = { organizationId: caller.organizationId, mode: caller.mode ?? 'live', key };
+      const begun = await claimOrReplay(scope, requestHash(request), now);
+      await sweepIfDue(now);
+      return begun;
+    },
+
+    /**
+     * Stores the response of a claimed request, or releases the key when the response is not final so
+     * that the client's retry runs again. `lost`: the lock timed out and another request took the key
+     * over, so this response is not the one the key answers with.
+     */
+    async finish(claim: Claim, response: ResponseRecord): Promise<Finish> {
+      if (response.body === undefined || !isFinalResponse(response.status, response.errorCode)) {
+        return (await store.release(db, claim.scope, claim.lockToken)) ? 'released' : 'lost';
+      }
+      const stored = await store.complete(db, claim.scope, claim.lockToken, {
+        status: response.status,
+        body: secrets.seal(response.body),
+        completedAt: clock.now().toISOString(),
+      });
+      return stored ? 'stored' : 'lost';
+    },
+  };
+}
+
+export type IdempotencyKeysService = ReturnType<typeof createIdempotencyKeysService>;

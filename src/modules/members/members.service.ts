@@ -1,0 +1,97 @@
+import type { Db } from '../../db/connect.ts';
+import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
+import type { UsersTable } from '../../db/schema.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Role } from '../credentials/scopes.ts';
+import type { Member } from './members.schemas.ts';
+import type { MemberRow, MembersStore } from './members.store.ts';
+
+function toMember(row: MemberRow): Member {
+  return {
+    id: row.id,
+    object: 'member',
+    organization_id: row.organization_id,
+    email: row.email,
+    name: row.name,
+    role: row.role as Role,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Emails compare without case or surrounding space: one person, one account. */
+export function normaliseEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function createMembersService(deps: { db: Db; store: MembersStore; clock: Clock; isUniqueViolation: (error: unknown) => boolean }) {
+  const { db, store, clock, isUniqueViolation } = deps;
+  return {
+    /** Creates the person and their first membership; runs inside the caller's transaction. */
+    async createUserAndMember(
+      trx: Db,
+      input: { email: string; name: string | null; passwordHash: string; organizationId: string; role: Role },
+    ): Promise<Member> {
+      const now = clock.now();
+      const timestamp = now.toISOString();
+      const email = normaliseEmail(input.email);
+      const user: UsersTable = {
+        id: newId('user', now.getTime()),
+        email,
+        name: input.name,
+        password_hash: input.passwordHash,
+        created_at: timestamp,
+        updated_at: timestamp,
+      };
+      try {
+        await store.insertUser(trx, user);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppError('resource_exists', 'An account with this email already exists; log in instead.', { param: '/email' });
+        throw error;
+      }
+      const member = {
+        id: newId('member', now.getTime()),
+        organization_id: input.organizationId,
+        user_id: user.id,
+        role: input.role,
+        created_at: timestamp,
+        updated_at: timestamp,
+      };
+      await store.insertMember(trx, member);
+      return toMember({ ...member, email, name: input.name });
+    },
+
+    /** The person behind an email, with their password hash: for logging in only. */
+    findUserByEmail(email: string): Promise<UsersTable | undefined> {
+      return store.findUserByEmail(db, normaliseEmail(email));
+    },
+
+    async listMembershipsOfUser(userId: string): Promise<Member[]> {
+      return (await store.listForUser(db, userId)).map(toMember);
+    },
+
+    /** The owners' addresses, read on the caller's transaction (it may be inside one). */
+    async ownerEmails(executor: Db, organizationId: string): Promise<string[]> {
+      return (await store.ownerEmails(executor, organizationId)).map((row) => row.email);
+    },
+
+    async find(organizationId: string, id: string): Promise<Member | undefined> {
+      const row = await store.find(db, organizationId, id);
+      return row ? toMember(row) : undefined;
+    },
+
+    async get(organizationId: string, id: string): Promise<Member> {
+      const row = await store.find(db, organizationId, id);
+      if (!row) throw notFound('member');
+      return toMember(row);
+    },
+
+    async list(organizationId: string, filters: { role?: Role | undefined }, page: PageRequest): Promise<Page<Member>> {
+      return mapPage(await store.list(db, organizationId, filters, page), toMember);
+    },
+  };
+}
+
+export type MembersService = ReturnType<typeof createMembersService>;

@@ -1,0 +1,54 @@
+import type { Db } from '../../db/connect.ts';
+import { paginate, type PageRequest } from '../../db/pagination.ts';
+import type { MembersTable, UsersTable } from '../../db/schema.ts';
+
+const MEMBER_COLUMNS = [
+  'members.id',
+  'members.organization_id',
+  'members.user_id',
+  'members.role',
+  'members.created_at',
+  'members.updated_at',
+  'users.email',
+  'users.name',
+] as const;
+
+export type MemberRow = MembersTable & Pick<UsersTable, 'email' | 'name'>;
+
+export function createMembersStore() {
+  const joined = (db: Db) => db.selectFrom('members').innerJoin('users', 'users.id', 'members.user_id').select(MEMBER_COLUMNS);
+  return {
+    async insertUser(db: Db, row: UsersTable): Promise<void> {
+      await db.insertInto('users').values(row).execute();
+    },
+    async insertMember(db: Db, row: MembersTable): Promise<void> {
+      await db.insertInto('members').values(row).execute();
+    },
+    findUserByEmail(db: Db, email: string): Promise<UsersTable | undefined> {
+      return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+    },
+    find(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {
+      return joined(db).where('members.organization_id', '=', organizationId).where('members.id', '=', id).executeTakeFirst();
+    },
+    /** The user's memberships, oldest first. */
+    listForUser(db: Db, userId: string): Promise<MemberRow[]> {
+      return joined(db).where('members.user_id', '=', userId).orderBy('members.id', 'asc').execute();
+    },
+    ownerEmails(db: Db, organizationId: string): Promise<{ email: string }[]> {
+      return db
+        .selectFrom('members')
+        .innerJoin('users', 'users.id', 'members.user_id')
+        .select('users.email')
+        .where('members.organization_id', '=', organizationId)
+        .where('members.role', '=', 'owner')
+        .execute();
+    },
+    list(db: Db, organizationId: string, filters: { role?: string | undefined }, page: PageRequest) {
+      let query = joined(db).where('members.organization_id', '=', organizationId);
+      if (filters.role !== undefined) query = query.where('members.role', '=', filters.role);
+      return paginate(query, { id: 'members.id', createdAt: 'members.created_at' }, page);
+    },
+  };
+}
+
+export type MembersStore = ReturnType<typeof createMembersStore>;

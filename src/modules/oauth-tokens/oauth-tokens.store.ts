@@ -1,0 +1,25 @@
+import type { Db } from '../../db/connect.ts';
+import type { OauthTokensTable } from '../../db/schema.ts';
+
+export function createOauthTokensStore() {
+  return {
+    async insert(db: Db, row: OauthTokensTable): Promise<void> {
+      await db.insertInto('oauth_tokens').values(row).execute();
+    },
+    findByHash(db: Db, hash: string): Promise<OauthTokensTable | undefined> {
+      return db.selectFrom('oauth_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+    },
+    async revoke(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
+      const result = await db
+        .updateTable('oauth_tokens')
+        .set({ revoked_at: at })
+        .where('organization_id', '=', organizationId)
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
+  };
+}
+
+export type OauthTokensStore = ReturnType<typeof createOauthTokensStore>;

@@ -1,0 +1,335 @@
+import type { Db } from '../../db/connect.ts';
+import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
+import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.ts';
+import type { EventType } from '../../events/catalog.ts';
+import type { EventEmitter } from '../../events/emit.ts';
+import type { EventEnvelope } from '../../events/envelope.ts';
+import { signatureHeader } from '../../events/webhook-signature.ts';
+import { webhookDelivery } from '../../jobs/catalog.ts';
+import { JobError } from '../../jobs/job.ts';
+import { DAY, type Clock } from '../../lib/clock.ts';
+import { randomToken, type SecretBox } from '../../lib/crypto.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { AuditEventsService } from '../audit-events/index.ts';
+import type { ConnectionsService } from '../connections/index.ts';
+import type { Actor, Principal } from '../credentials/principal.ts';
+import type {
+  CreateWebhookEndpointInput,
+  EndpointStatus,
+  UpdateWebhookEndpointInput,
+  WebhookDelivery,
+  WebhookEndpoint,
+} from './webhook-endpoints.schemas.ts';
+import type { WebhookEndpointsStore } from './webhook-endpoints.store.ts';
+import type { SendResult } from './webhook-sender.ts';
+
+/** The network side of a delivery, kept behind a port so the rules here never touch a socket. */
+export interface DeliveryTransport {
+  checkUrl(url: string, param: string): Promise<void>;
+  send(url: string, body: string, headers: Record<string, string>): Promise<SendResult>;
+}
+
+/** Tells the organization's owners something happened to their account (by mail). */
+export type NotifyOwners = (trx: Db, organizationId: string, message: { subject: string; text: string }) => Promise<void>;
+
+export const AUTO_DISABLE = { consecutiveFailures: 100, spanMs: DAY } as const;
+export const SECRET_ROTATION_OVERLAP_MS = DAY;
+
+function toDelivery(row: WebhookDeliveriesTable): WebhookDelivery {
+  return {
+    id: row.id,
+    object: 'webhook_delivery',
+    endpoint_id: row.endpoint_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    attempt: row.attempt,
+    replay_of: row.replay_of,
+    status: row.status as WebhookDelivery['status'],
+    response_status: row.response_status,
+    response_excerpt: row.response_excerpt,
+    error: row.error,
+    duration_ms: row.duration_ms,
+    next_retry_at: row.next_retry_at,
+    created_at: row.created_at,
+    completed_at: row.completed_at,
+  };
+}
+
+export interface WebhookEndpointsServiceDeps {
+  db: Db;
+  store: WebhookEndpointsStore;
+  clock: Clock;
+  secrets: SecretBox;
+  transport: DeliveryTransport;
+  events: EventEmitter;
+  audit: AuditEventsService;
+  connections: ConnectionsService;
+  notifyOwners: NotifyOwners;
+}
+
+export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps) {
+  const { db, store, clock, secrets, transport, events, audit, connections, notifyOwners } = deps;
+
+  function toEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
+    const rotating = row.previous_secret_expires_at !== null && row.previous_secret_expires_at > clock.now().toISOString();
+    return {
+      id: row.id,
+      object: 'webhook_endpoint',
+      url: row.url,
+      events: JSON.parse(row.events) as string[],
+      connection_id: row.connection_id,
+      description: row.description,
+      status: row.status as EndpointStatus,
+      disabled_reason: row.disabled_reason,
+      secret_rotation: rotating ? { previous_secret_expires_at: row.previous_secret_expires_at! } : null,
+      metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    };
+  }
+
+  const scopeOf = (principal: Principal) => ({ organizationId: principal.organizationId, connectionId: principal.connectionId });
+
+  async function getRow(executor: Db, principal: Principal, id: string): Promise<WebhookEndpointsTable> {
+    const row = await store.find(executor, scopeOf(principal), id);
+    if (!row) throw notFound('webhook endpoint');
+    return row;
+  }
+
+  /** Both secrets sign while a rotation overlaps, so a receiver may switch at its own pace. */
+  function signingSecrets(row: WebhookEndpointsTable): string[] {
+    const current = secrets.open(row.secret);
+    const previousValid = row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > clock.now().toISOString();
+    return previousValid ? [current, secrets.open(row.previous_secret!)] : [current];
+  }
+
+  const newSecret = () => `whsec_${randomToken(24)}`;
+
+  /**
+   * One attempt: recorded as pending before anything is sent, so a crash mid-send leaves a trace,
+   * then completed with what the receiver said.
+   */
+  async function attempt(
+    endpoint: WebhookEndpointsTable,
+    event: EventEnvelope,
+    options: { attempt: number; replayOf: string | null; nextRetryAt: Date | null },
+  ): Promise<{ delivery: WebhookDelivery; ok: boolean; result: SendResult }> {
+    const started = clock.now();
+    const row: WebhookDeliveriesTable = {
+      id: newId('webhookDelivery', started.getTime()),
+      organization_id: endpoint.organization_id,
+      endpoint_id: endpoint.id,
+      event_id: event.id,
+      event_type: event.type,
+      attempt: options.attempt,
+      replay_of: options.replayOf,
+      status: 'pending',
+      response_status: null,
+      response_excerpt: null,
+      error: null,
+      duration_ms: null,
+      next_retry_at: null,
+      created_at: started.toISOString(),
+      completed_at: null,
+    };
+    await store.insertDelivery(db, row);
+    const body = JSON.stringify(event);
+    const headers = {
+      'service-signature': signatureHeader(body, signingSecrets(endpoint), Math.floor(clock.now().getTime() / 1000)),
+      'service-event-id': event.id,
+      'service-event-type': event.type,
+    };
+    const result = await transport.send(endpoint.url, body, headers);
+    const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
+    const outcome: Partial<WebhookDeliveriesTable> = {
+      status: ok ? 'succeeded' : 'failed',
+      response_status: result.kind === 'response' ? result.status : null,
+      response_excerpt: result.kind === 'response' ? result.excerpt : null,
+      error: result.kind === 'error' ? result.error : null,
+      duration_ms: Math.round(result.durationMs),
+      next_retry_at: ok ? null : (options.nextRetryAt?.toISOString() ?? null),
+      completed_at: clock.now().toISOString(),
+    };
+    await store.updateDelivery(db, row.id, outcome);
+    return { delivery: toDelivery({ ...row, ...outcome }), ok, result };
+  }
+
+  /** Counts a failure and disables the endpoint once failures have run 100 in a row across 24 hours. */
+  async function countFailure(endpoint: WebhookEndpointsTable): Promise<boolean> {
+    const now = clock.now();
+    const counters = await store.recordFailure(db, endpoint.id, now.toISOString());
+    if (!counters?.first_failure_at || counters.status !== 'enabled') return false;
+    const span = now.getTime() - new Date(counters.first_failure_at).getTime();
+    if (counters.consecutive_failures < AUTO_DISABLE.consecutiveFailures || span < AUTO_DISABLE.spanMs) return false;
+    return db.transaction().execute(async (trx) => {
+      if (!(await store.disable(trx, endpoint.id, 'consecutive_failures', now.toISOString()))) return false;
+      await audit.record(trx, { system: true, organizationId: endpoint.organization_id }, {
+        action: 'webhook_endpoint.auto_disabled',
+        target: { type: 'webhook_endpoint', id: endpoint.id },
+        data: { url: endpoint.url, consecutive_failures: counters.consecutive_failures, failing_since: counters.first_failure_at },
+      });
+      await notifyOwners(trx, endpoint.organization_id, {
+        subject: 'A webhook endpoint was disabled',
+        text:
+          `Deliveries to ${endpoint.url} (${endpoint.id}) failed ${counters.consecutive_failures} times in a row ` +
+          `since ${counters.first_failure_at}, so the endpoint was disabled and no further events are sent to it.\n\n` +
+          'Fix the receiver, then enable the endpoint again (PATCH /v1/webhook-endpoints/{id} with {"status": "enabled"}).',
+      });
+      return true;
+    });
+  }
+
+  return {
+    /** The endpoints an event goes to: enabled, subscribed to its type, of its connection if they name one. */
+    async findSubscribers(trx: Db, organizationId: string, type: EventType, connectionId: string | null): Promise<string[]> {
+      const endpoints = await store.listEnabled(trx, organizationId);
+      return endpoints
+        .filter((endpoint) => (JSON.parse(endpoint.events) as string[]).includes(type))
+        .filter((endpoint) => endpoint.connection_id === null || endpoint.connection_id === connectionId)
+        .map((endpoint) => endpoint.id);
+    },
+
+    async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
+      const { principal } = actor;
+      // A connection key's endpoint is bound to its connection: it must not hear other numbers' events.
+      const connectionId = input.connection_id ?? principal.connectionId ?? null;
+      if (principal.connectionId && connectionId !== principal.connectionId) throw new AppError('resource_not_found', `No such connection: ${connectionId}.`, { param: '/connection_id' });
+      await transport.checkUrl(input.url, '/url');
+      return db.transaction().execute(async (trx) => {
+        if (connectionId) await connections.getForReference(trx, principal, connectionId, '/connection_id');
+        const now = clock.now().toISOString();
+        const secret = newSecret();
+        const row: WebhookEndpointsTable = {
+          id: newId('webhookEndpoint', clock.now().getTime()),
+          organization_id: principal.organizationId,
+          connection_id: connectionId,
+          url: input.url,
+          events: JSON.stringify(input.events),
+          description: input.description ?? null,
+          status: 'enabled',
+          disabled_reason: null,
+          secret: secrets.seal(secret),
+          previous_secret: null,
+          previous_secret_expires_at: null,
+          consecutive_failures: 0,
+          first_failure_at: null,
+          metadata: JSON.stringify(input.metadata ?? {}),
+          created_at: now,
+          updated_at: now,
+        };
+        await store.insert(trx, row);
+        await audit.record(trx, actor, { action: 'webhook_endpoint.created', target: { type: 'webhook_endpoint', id: row.id }, data: { url: row.url, events: input.events } });
+        return { ...toEndpoint(row), secret };
+      });
+    },
+
+    async get(principal: Principal, id: string): Promise<WebhookEndpoint> {
+      return toEndpoint(await getRow(db, principal, id));
+    },
+
+    async list(principal: Principal, page: PageRequest): Promise<Page<WebhookEndpoint>> {
+      return mapPage(await store.list(db, scopeOf(principal), page), toEndpoint);
+    },
+
+    async update(actor: Actor, id: string, input: UpdateWebhookEndpointInput): Promise<WebhookEndpoint> {
+      if (input.url !== undefined) await transport.checkUrl(input.url, '/url');
+      return db.transaction().execute(async (trx) => {
+        const row = await getRow(trx, actor.principal, id);
+        const now = clock.now().toISOString();
+        const enabling = input.status === 'enabled' && row.status !== 'enabled';
+        const changes: Partial<WebhookEndpointsTable> = {
+          ...(input.url !== undefined ? { url: input.url } : {}),
+          ...(input.events !== undefined ? { events: JSON.stringify(input.events) } : {}),
+          ...(input.description !== undefined ? { description: input.description } : {}),
+          ...(input.metadata !== undefined ? { metadata: JSON.stringify(input.metadata) } : {}),
+          ...(input.status === 'disabled' && row.status !== 'disabled' ? { status: 'disabled', disabled_reason: 'manual' } : {}),
+          // Enabling again starts the failure count afresh: the owner says the receiver is fixed.
+          ...(enabling ? { status: 'enabled', disabled_reason: null, consecutive_failures: 0, first_failure_at: null } : {}),
+          updated_at: now,
+        };
+        await store.update(trx, id, changes);
+        const updated = { ...row, ...changes };
+        await audit.record(trx, actor, {
+          action: 'webhook_endpoint.updated',
+          target: { type: 'webhook_endpoint', id },
+          data: { fields: Object.keys(input) },
+        });
+        return toEndpoint(updated);
+      });
+    },
+
+    async delete(actor: Actor, id: string): Promise<{ id: string; object: 'webhook_endpoint'; deleted: true }> {
+      return db.transaction().execute(async (trx) => {
+        const row = await getRow(trx, actor.principal, id);
+        // Waiting deliveries find the endpoint gone and stop; its attempt history goes with it.
+        await store.delete(trx, id);
+        await audit.record(trx, actor, { action: 'webhook_endpoint.deleted', target: { type: 'webhook_endpoint', id }, data: { url: row.url } });
+        return { id, object: 'webhook_endpoint' as const, deleted: true as const };
+      });
+    },
+
+    async rotateSecret(actor: Actor, id: string) {
+      return db.transaction().execute(async (trx) => {
+        const row = await getRow(trx, actor.principal, id);
+        const secret = newSecret();
+        const expires = new Date(clock.now().getTime() + SECRET_ROTATION_OVERLAP_MS).toISOString();
+        // Only two secrets are ever valid: a second rotation within the overlap retires the oldest.
+        await store.update(trx, id, { secret: secrets.seal(secret), previous_secret: row.secret, previous_secret_expires_at: expires, updated_at: clock.now().toISOString() });
+        await audit.record(trx, actor, { action: 'webhook_endpoint.secret_rotated', target: { type: 'webhook_endpoint', id } });
+        return { object: 'webhook_endpoint_secret' as const, endpoint_id: id, secret, previous_secret_expires_at: expires };
+      });
+    },
+
+    /** Sends a `ping` now and reports what the receiver said; it does not count towards auto-disable. */
+    async test(principal: Principal, id: string) {
+      const row = await getRow(db, principal, id);
+      const ping = await events.emit(db, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) });
+      const { delivery, ok, result } = await attempt(row, ping, { attempt: 1, replayOf: null, nextRetryAt: null });
+      return {
+        object: 'webhook_test' as const,
+        success: ok,
+        status_code: delivery.response_status,
+        duration_ms: Math.round(result.durationMs),
+        response_excerpt: delivery.response_excerpt,
+        error: delivery.error,
+        delivery,
+      };
+    },
+
+    async listDeliveries(principal: Principal, endpointId: string, filters: { status?: string | undefined }, page: PageRequest): Promise<Page<WebhookDelivery>> {
+      await getRow(db, principal, endpointId);
+      return mapPage(await store.listDeliveries(db, endpointId, filters, page), toDelivery);
+    },
+
+    /** Sends one attempt's event again, now, as a new attempt (whatever the endpoint's state). */
+    async replay(principal: Principal, deliveryId: string): Promise<WebhookDelivery> {
+      const original = await store.findDelivery(db, principal.organizationId, deliveryId);
+      if (!original) throw notFound('webhook delivery');
+      const endpoint = await store.find(db, scopeOf(principal), original.endpoint_id);
+      const event = endpoint ? await events.find(db, endpoint.organization_id, original.event_id) : undefined;
+      if (!endpoint || !event) throw notFound('webhook delivery');
+      return (await attempt(endpoint, event, { attempt: 1, replayOf: original.id, nextRetryAt: null })).delivery;
+    },
+
+    /** The delivery job: one automatic attempt of one event at one endpoint. */
+    async deliver(payload: { event_id: string; endpoint_id: string }, context: { attempt: number; maxAttempts: number }): Promise<void> {
+      const endpoint = await store.findById(db, payload.endpoint_id);
+      // Deleted or disabled since the event was emitted: nothing to send, nothing to retry.
+      if (!endpoint || endpoint.status !== 'enabled') return;
+      const event = await events.find(db, endpoint.organization_id, payload.event_id);
+      if (!event) return;
+      const retryAt = context.attempt < context.maxAttempts ? new Date(clock.now().getTime() + webhookDelivery.retry.delayMs(context.attempt)) : null;
+      const { ok, result } = await attempt(endpoint, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
+      if (ok) {
+        if (endpoint.consecutive_failures > 0) await store.recordSuccess(db, endpoint.id);
+        return;
+      }
+      const disabled = await countFailure(endpoint);
+      const reason = result.kind === 'response' ? `receiver answered ${result.status}` : result.error;
+      throw new JobError(reason, { retryable: !disabled && retryAt !== null, ...(retryAt && !disabled ? { retryAt } : {}) });
+    },
+  };
+}
+
+export type WebhookEndpointsService = ReturnType<typeof createWebhookEndpointsService>;

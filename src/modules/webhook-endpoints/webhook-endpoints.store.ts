@@ -1,0 +1,91 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/connect.ts';
+import { paginate, type PageRequest } from '../../db/pagination.ts';
+import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.ts';
+
+export interface EndpointScope {
+  organizationId: string;
+  /** A connection key sees only the endpoints of its connection. */
+  connectionId?: string | null | undefined;
+}
+
+export function createWebhookEndpointsStore() {
+  const scoped = (db: Db, scope: EndpointScope) => {
+    let query = db.selectFrom('webhook_endpoints').selectAll().where('organization_id', '=', scope.organizationId);
+    if (scope.connectionId) query = query.where('connection_id', '=', scope.connectionId);
+    return query;
+  };
+  return {
+    async insert(db: Db, row: WebhookEndpointsTable): Promise<void> {
+      await db.insertInto('webhook_endpoints').values(row).execute();
+    },
+    find(db: Db, scope: EndpointScope, id: string): Promise<WebhookEndpointsTable | undefined> {
+      return scoped(db, scope).where('id', '=', id).executeTakeFirst();
+    },
+    /** For the delivery job, which starts from ids alone. */
+    findById(db: Db, id: string): Promise<WebhookEndpointsTable | undefined> {
+      return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+    list(db: Db, scope: EndpointScope, page: PageRequest) {
+      return paginate(scoped(db, scope), { id: 'id', createdAt: 'created_at' }, page);
+    },
+    listEnabled(db: Db, organizationId: string): Promise<Pick<WebhookEndpointsTable, 'id' | 'events' | 'connection_id'>[]> {
+      return db
+        .selectFrom('webhook_endpoints')
+        .select(['id', 'events', 'connection_id'])
+        .where('organization_id', '=', organizationId)
+        .where('status', '=', 'enabled')
+        .execute();
+    },
+    async update(db: Db, id: string, changes: Partial<WebhookEndpointsTable>): Promise<void> {
+      await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+    },
+    async delete(db: Db, id: string): Promise<void> {
+      await db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+    },
+    /** Counts one more failure in a row; returns the endpoint's counters after the change. */
+    async recordFailure(db: Db, id: string, at: string): Promise<Pick<WebhookEndpointsTable, 'consecutive_failures' | 'first_failure_at' | 'status'> | undefined> {
+      return db
+        .updateTable('webhook_endpoints')
+        .set({ consecutive_failures: sql<number>`consecutive_failures + 1`, first_failure_at: sql<string>`coalesce(first_failure_at, ${at})` })
+        .where('id', '=', id)
+        .returning(['consecutive_failures', 'first_failure_at', 'status'])
+        .executeTakeFirst();
+    },
+    async recordSuccess(db: Db, id: string): Promise<void> {
+      await db
+        .updateTable('webhook_endpoints')
+        .set({ consecutive_failures: 0, first_failure_at: null })
+        .where('id', '=', id)
+        .where('consecutive_failures', '>', 0)
+        .execute();
+    },
+    /** Disables only an endpoint that is still enabled, so one disabling is announced once. */
+    async disable(db: Db, id: string, reason: string, at: string): Promise<boolean> {
+      const result = await db
+        .updateTable('webhook_endpoints')
+        .set({ status: 'disabled', disabled_reason: reason, updated_at: at })
+        .where('id', '=', id)
+        .where('status', '=', 'enabled')
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
+
+    async insertDelivery(db: Db, row: WebhookDeliveriesTable): Promise<void> {
+      await db.insertInto('webhook_deliveries').values(row).execute();
+    },
+    async updateDelivery(db: Db, id: string, changes: Partial<WebhookDeliveriesTable>): Promise<void> {
+      await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).execute();
+    },
+    findDelivery(db: Db, organizationId: string, id: string): Promise<WebhookDeliveriesTable | undefined> {
+      return db.selectFrom('webhook_deliveries').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+    },
+    listDeliveries(db: Db, endpointId: string, filters: { status?: string | undefined }, page: PageRequest) {
+      let query = db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
+      if (filters.status !== undefined) query = query.where('status', '=', filters.status);
+      return paginate(query, { id: 'id', createdAt: 'created_at' }, page);
+    },
+  };
+}
+
+export type WebhookEndpointsStore = ReturnType<typeof createWebhookEndpointsStore>;

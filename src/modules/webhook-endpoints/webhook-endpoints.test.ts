@@ -1,0 +1,325 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
+import { verifyWebhookSignature } from '../../events/webhook-signature.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/catalog.ts';
+import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startReceiver, type Receiver } from '../../../test/receiver.ts';
+import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+
+describe('webhook endpoints', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  let receiver: Receiver;
+  let apiKey: string;
+  before(async () => {
+    server = await startServer();
+    owner = await signUp(server);
+    receiver = await startReceiver();
+    // Tests move the clock by days, so they call the API with a key (which does not expire) and
+    // log in afresh only to read the audit log.
+    apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
+  });
+  after(async () => {
+    await receiver.close();
+    await server.close();
+  });
+  beforeEach(async () => {
+    for (const endpoint of (await server.request('GET', '/v1/webhook-endpoints?limit=100', { token: apiKey })).body.data) {
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    }
+    await server.app.worker.drain();
+    receiver.received.length = 0;
+    receiver.respond(200);
+  });
+  const auditLog = async (query: string) => {
+    const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
+    return server.request('GET', `/v1/events?${query}`, { token: login.body.token });
+  };
+
+  const createEndpoint = async (body: Record<string, unknown> = {}) => {
+    const response = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'], ...body } });
+    assert.equal(response.status, 201, response.text);
+    return response.body as { id: string; secret: string };
+  };
+  const emit = (type: 'contact.created' | 'contact.updated', connectionId: string | null = null, extra: Record<string, unknown> = {}) =>
+    server.app.services.events.emit(server.app.store.db, {
+      type, organizationId: owner.organizationId, connectionId, object: { id: 'ct_1', object: 'contact', name: 'Ada' }, ...extra,
+    });
+  const deliver = () => server.app.worker.drain();
+
+  describe('managing endpoints', () => {
+    it('create returns the secret once; get and list never do', async () => {
+      const created = await createEndpoint({ description: 'CRM' });
+      assert.match(created.secret, /^whsec_/);
+      const one = await server.request('GET', `/v1/webhook-endpoints/${created.id}`, { token: apiKey });
+      assert.equal(one.body.secret, undefined);
+      assert.equal(one.body.status, 'enabled');
+      const list = await server.request('GET', '/v1/webhook-endpoints', { token: apiKey });
+      assert.ok(list.body.data.some((e: { id: string }) => e.id === created.id));
+      assert.ok(!list.text.includes(created.secret));
+      const row = await server.app.store.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', created.id).executeTakeFirstOrThrow();
+      assert.ok(!row.secret.includes(created.secret), 'the secret is encrypted at rest');
+    });
+
+    it('update changes the URL and events; delete removes it', async () => {
+      const created = await createEndpoint();
+      const updated = await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, { token: apiKey, body: { events: ['contact.updated', 'message.status'], url: `${receiver.url}/v2` } });
+      assert.equal(updated.status, 200);
+      assert.deepEqual(updated.body.events, ['contact.updated', 'message.status']);
+      assert.equal(updated.body.url, `${receiver.url}/v2`);
+      const deleted = await server.request('DELETE', `/v1/webhook-endpoints/${created.id}`, { token: apiKey });
+      assert.deepEqual(deleted.body, { id: created.id, object: 'webhook_endpoint', deleted: true });
+      assertError(await server.request('GET', `/v1/webhook-endpoints/${created.id}`, { token: apiKey }), 404, 'resource_not_found');
+    });
+
+    it('is in the audit log', async () => {
+      const created = await createEndpoint();
+      const events = await auditLog(`target_id=${created.id}`);
+      assert.equal(events.body.data[0].action, 'webhook_endpoint.created');
+    });
+  });
+
+  describe('bad input', () => {
+    for (const [name, url] of [['not a URL', 'not a url'], ['ftp://', 'ftp://example.com/hooks'], ['userinfo', 'https://user:secret@example.com/hooks']] as const) {
+      it(`a URL that is ${name} is refused`, async () => {
+        const response = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url, events: ['contact.created'] } });
+        assert.ok([400].includes(response.status), response.text);
+        assert.equal(response.body.error.param, '/url');
+      });
+    }
+
+    it('unknown or empty event lists are validation_failed', async () => {
+      const unknown = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created', 'contact.exploded'] } }), 400, 'validation_failed');
+      assert.equal(unknown.param, '/events/1');
+      assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: [] } }), 400, 'validation_failed');
+      assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping'] } }), 400, 'validation_failed');
+    });
+
+    it("another organization's connection is resource_not_found on /connection_id", async () => {
+      const stranger = await signUp(server);
+      const theirs = await createConnection(server, stranger.organizationId);
+      const error = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'], connection_id: theirs.id } }), 404, 'resource_not_found');
+      assert.equal(error.param, '/connection_id');
+    });
+
+    it("another organization's endpoint is 404 on every operation", async () => {
+      const stranger = await signUp(server);
+      const theirs = await server.request('POST', '/v1/webhook-endpoints', { token: stranger.token, body: { url: receiver.url, events: ['contact.created'] } });
+      for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/test'], ['POST', '/rotate-secret'], ['GET', '/deliveries']] as const) {
+        const response = await server.request(method, `/v1/webhook-endpoints/${theirs.body.id}${path}`, { token: apiKey, ...(method === 'PATCH' ? { body: { events: ['contact.created'] } } : {}) });
+        assertError(response, 404, 'resource_not_found');
+      }
+    });
+  });
+
+  describe('delivery', () => {
+    it('delivers the event envelope, signed over the exact bytes sent', async () => {
+      const endpoint = await createEndpoint();
+      const event = await emit('contact.created');
+      assert.equal(await deliver(), 1);
+      assert.equal(receiver.received.length, 1);
+      const [request] = receiver.received;
+      const body = JSON.parse(request!.body);
+      assert.deepEqual(Object.keys(body).sort(), ['api_version', 'connection_id', 'created_at', 'data', 'id', 'object', 'organization_id', 'type']);
+      assert.equal(body.id, event.id);
+      assert.equal(body.object, 'event');
+      assert.equal(body.api_version, 'v1');
+      assert.equal(body.data.object.name, 'Ada');
+      const verified = verifyWebhookSignature(request!.body, request!.headers['service-signature'] as string, endpoint.secret, { now: server.clock.now() });
+      assert.equal(verified.valid, true);
+      assert.equal(verifyWebhookSignature(request!.body + ' ', request!.headers['service-signature'] as string, endpoint.secret, { now: server.clock.now() }).valid, false);
+      const deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { token: apiKey });
+      assert.equal(deliveries.body.data[0].status, 'succeeded');
+      assert.equal(deliveries.body.data[0].response_status, 200);
+      assert.equal(deliveries.body.data[0].attempt, 1);
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+
+    it('previous_attributes travel only on *.updated events', async () => {
+      const endpoint = await createEndpoint({ events: ['contact.updated'] });
+      await emit('contact.updated', null, { previousAttributes: { name: 'Adda' } });
+      await deliver();
+      assert.deepEqual(JSON.parse(receiver.received[0]!.body).previous_attributes, { name: 'Adda' });
+      await assert.rejects(emit('contact.created', null, { previousAttributes: { name: 'x' } }));
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+
+    it('matches on event type and connection', async () => {
+      const mine = await createConnection(server, owner.organizationId);
+      const other = await createConnection(server, owner.organizationId);
+      const scoped = await createEndpoint({ connection_id: mine.id, url: `${receiver.url}/scoped` });
+      const everything = await createEndpoint({ url: `${receiver.url}/all`, events: [...SUBSCRIBABLE_EVENT_TYPES] });
+      await emit('contact.created', mine.id);
+      await emit('contact.created', other.id);
+      await emit('contact.updated', mine.id);
+      await deliver();
+      const paths = receiver.received.map((r) => `${JSON.parse(r.body).type}@${JSON.parse(r.body).connection_id === mine.id ? 'mine' : 'other'}`);
+      assert.equal(receiver.received.length, 4);
+      assert.equal(paths.filter((p) => p === 'contact.created@mine').length, 2);
+      for (const id of [scoped.id, everything.id]) await server.request('DELETE', `/v1/webhook-endpoints/${id}`, { token: apiKey });
+    });
+
+    it('retries on the schedule, with the same event id, until the receiver answers 2xx', async () => {
+      const endpoint = await createEndpoint();
+      receiver.respond(503);
+      const event = await emit('contact.created');
+      await deliver();
+      let deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { token: apiKey });
+      const first = deliveries.body.data[0];
+      assert.equal(first.status, 'failed');
+      assert.equal(first.response_status, 503);
+      const wait = new Date(first.next_retry_at).getTime() - server.clock.now().getTime();
+      assert.ok(wait >= 4.5 * SECOND && wait <= 5.5 * SECOND, `first retry after about 5 s, got ${wait}`);
+      server.clock.advance(4 * SECOND);
+      assert.equal(await deliver(), 0, 'not before its time');
+      server.clock.advance(2 * SECOND);
+      await deliver();
+      server.clock.advance(33 * SECOND);
+      receiver.respond(200);
+      await deliver();
+      deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?order=asc`, { token: apiKey });
+      assert.deepEqual(deliveries.body.data.map((d: { attempt: number; status: string }) => `${d.attempt}:${d.status}`), ['1:failed', '2:failed', '3:succeeded']);
+      assert.ok(receiver.received.every((r) => JSON.parse(r.body).id === event.id));
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+
+    it('gives up after the eighth retry', async () => {
+      const endpoint = await createEndpoint();
+      receiver.respond(500);
+      await emit('contact.created');
+      for (let i = 0; i < 12; i++) {
+        await deliver();
+        server.clock.advance(27 * HOUR);
+      }
+      assert.equal(receiver.received.length, 9);
+      const deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { token: apiKey });
+      assert.equal(deliveries.body.data[0].next_retry_at, null);
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+  });
+
+  describe('secret rotation', () => {
+    it('both secrets sign for 24 hours, then only the new one', async () => {
+      const endpoint = await createEndpoint();
+      const rotated = await server.request('POST', `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, { token: apiKey });
+      assert.equal(rotated.status, 200);
+      assert.notEqual(rotated.body.secret, endpoint.secret);
+      await emit('contact.created');
+      await deliver();
+      let header = receiver.received.at(-1)!.headers['service-signature'] as string;
+      assert.equal(header.match(/v1=/g)?.length, 2);
+      for (const secret of [endpoint.secret, rotated.body.secret]) {
+        assert.equal(verifyWebhookSignature(receiver.received.at(-1)!.body, header, secret, { now: server.clock.now() }).valid, true);
+      }
+      server.clock.advance(DAY);
+      await emit('contact.created');
+      await deliver();
+      header = receiver.received.at(-1)!.headers['service-signature'] as string;
+      assert.equal(header.match(/v1=/g)?.length, 1);
+      assert.equal(verifyWebhookSignature(receiver.received.at(-1)!.body, header, endpoint.secret, { now: server.clock.now() }).valid, false);
+      assert.equal(verifyWebhookSignature(receiver.received.at(-1)!.body, header, rotated.body.secret, { now: server.clock.now() }).valid, true);
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+  });
+
+  describe('test and replay', () => {
+    it('test sends a ping now and reports the status, time and an excerpt', async () => {
+      const endpoint = await createEndpoint();
+      const response = await server.request('POST', `/v1/webhook-endpoints/${endpoint.id}/test`, { token: apiKey });
+      assert.equal(response.status, 200);
+      assert.equal(response.body.success, true);
+      assert.equal(response.body.status_code, 200);
+      assert.equal(response.body.response_excerpt, 'ok');
+      assert.equal(typeof response.body.duration_ms, 'number');
+      assert.equal(JSON.parse(receiver.received[0]!.body).type, 'ping');
+      receiver.respond(418);
+      const failed = await server.request('POST', `/v1/webhook-endpoints/${endpoint.id}/test`, { token: apiKey });
+      assert.equal(failed.body.success, false);
+      assert.equal(failed.body.status_code, 418);
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+
+    it("replay sends one attempt's event again as a new attempt", async () => {
+      const endpoint = await createEndpoint();
+      const event = await emit('contact.created');
+      await deliver();
+      const [original] = (await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { token: apiKey })).body.data;
+      const replay = await server.request('POST', `/v1/webhook-deliveries/${original.id}/replay`, { token: apiKey });
+      assert.equal(replay.status, 200);
+      assert.equal(replay.body.replay_of, original.id);
+      assert.equal(replay.body.status, 'succeeded');
+      assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).id), [event.id, event.id]);
+      const stranger = await signUp(server);
+      assertError(await server.request('POST', `/v1/webhook-deliveries/${original.id}/replay`, { token: stranger.token }), 404, 'resource_not_found');
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+  });
+
+  describe('auto-disable', () => {
+    it('100 consecutive failures spanning 24 hours disable the endpoint, write an audit event and mail the owner', async () => {
+      const endpoint = await createEndpoint();
+      receiver.respond(500);
+      for (let i = 0; i < 100; i++) await emit('contact.created');
+      await deliver();
+      assert.equal((await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey })).body.status, 'enabled', '100 failures within minutes are not enough');
+      server.clock.advance(DAY);
+      await emit('contact.created');
+      await deliver();
+      const disabled = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+      assert.equal(disabled.body.status, 'disabled');
+      assert.equal(disabled.body.disabled_reason, 'consecutive_failures');
+      const audit = await auditLog(`target_id=${endpoint.id}&action=webhook_endpoint.auto_disabled`);
+      assert.equal(audit.body.data.length, 1);
+      assert.equal(audit.body.data[0].actor.type, 'system');
+      const mails = await server.app.store.db.selectFrom('mails').selectAll().where('organization_id', '=', owner.organizationId).execute();
+      assert.equal(mails.length, 1);
+      assert.equal(mails[0]!.to_address, owner.email);
+      assert.equal(mails[0]!.status, 'sent');
+      assert.match(mails[0]!.text, new RegExp(endpoint.id));
+
+      const before = receiver.received.length;
+      server.clock.advance(10 * MINUTE);
+      await emit('contact.created');
+      await deliver();
+      assert.equal(receiver.received.length, before, 'a disabled endpoint receives nothing, and its retries stop');
+
+      receiver.respond(200);
+      const enabled = await server.request('PATCH', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey, body: { status: 'enabled' } });
+      assert.equal(enabled.body.status, 'enabled');
+      await emit('contact.created');
+      await deliver();
+      assert.equal(receiver.received.at(-1)!.headers['service-event-type'], 'contact.created');
+      await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+  });
+
+  describe('connection keys', () => {
+    it("a connection key's endpoints are bound to its connection and it sees no others", async () => {
+      const connection = await createConnection(server, owner.organizationId);
+      const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
+      const key = await createKey(server, login.body.token, { kind: 'connection', mode: 'live', connection_id: connection.id });
+      const orgWide = await createEndpoint();
+      const created = await server.request('POST', '/v1/webhook-endpoints', { token: key.key, body: { url: receiver.url, events: ['contact.created'] } });
+      assert.equal(created.status, 201);
+      assert.equal(created.body.connection_id, connection.id);
+      const list = await server.request('GET', '/v1/webhook-endpoints', { token: key.key });
+      assert.deepEqual(list.body.data.map((e: { id: string }) => e.id), [created.body.id]);
+      assertError(await server.request('GET', `/v1/webhook-endpoints/${orgWide.id}`, { token: key.key }), 404, 'resource_not_found');
+    });
+  });
+});
+
+describe('webhook endpoint URLs in production mode', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  before(async () => ({ server, owner } = await startServerWithOwner({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } })));
+  after(() => server.close());
+
+  for (const url of ['http://example.com/hooks', 'https://10.0.0.1/hooks', 'https://169.254.169.254/latest', 'https://localhost/hooks', 'https://[::ffff:127.0.0.1]/hooks', 'https://[::1]/hooks']) {
+    it(`${url} is url_not_allowed`, async () => {
+      const error = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: owner.token, body: { url, events: ['contact.created'] } }), 400, 'url_not_allowed');
+      assert.equal(error.param, '/url');
+    });
+  }
+});

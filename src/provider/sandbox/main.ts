@@ -1,0 +1,42 @@
+/**
+ * Runs the sandbox provider alone (`npm run sandbox`), for trying the provider's shapes by hand or
+ * pointing another process at it. The only sandbox file that reads the environment.
+ */
+import Fastify from 'fastify';
+import { systemClock } from '../../lib/clock.ts';
+import { createSandboxProvider } from './index.ts';
+
+const port = Number(process.env.SANDBOX_PORT ?? 3100);
+const host = process.env.SANDBOX_HOST ?? '127.0.0.1';
+const appSecret = process.env.SANDBOX_APP_SECRET ?? 'sandbox-app-secret';
+const webhookUrl = process.env.SANDBOX_WEBHOOK_URL || undefined;
+const verifyToken = process.env.SANDBOX_VERIFY_TOKEN || undefined;
+
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`SANDBOX_PORT must be a port number, got "${process.env.SANDBOX_PORT}"`);
+  process.exit(1);
+}
+
+const sandbox = createSandboxProvider({
+  clock: systemClock,
+  appSecret,
+  ...(webhookUrl === undefined ? {} : { webhookUrl }),
+  ...(verifyToken === undefined ? {} : { verifyToken }),
+  // A second between steps makes the walk visible to a person watching a dashboard.
+  statusStepMs: 1000,
+});
+const app = Fastify({ logger: { level: process.env.SANDBOX_LOG_LEVEL ?? 'info' } });
+await app.register(sandbox.plugin);
+await app.listen({ port, host });
+app.log.info(`sandbox provider: Graph API at http://${host}:${port}/graph/v24.0, control API at /control`);
+app.log.info(webhookUrl === undefined ? 'no SANDBOX_WEBHOOK_URL: webhooks are only recorded (GET /control/webhooks)' : `webhooks go to ${webhookUrl}`);
+if (verifyToken !== undefined && webhookUrl !== undefined) {
+  app.log.info(`webhook verification handshake ${(await sandbox.verifyWebhook().catch(() => false)) ? 'succeeded' : 'failed'}`);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    sandbox.close();
+    void app.close().then(() => process.exit(0));
+  });
+}

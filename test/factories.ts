@@ -1,0 +1,92 @@
+/** Builders for the records most tests need, made through the API wherever the API can make them. */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { startServer, type StartOptions, type TestServer } from './harness.ts';
+
+export interface SignedUp {
+  token: string;
+  refreshCookie: string;
+  organizationId: string;
+  memberId: string;
+  email: string;
+  password: string;
+}
+
+export async function signUp(server: TestServer, overrides: { email?: string; organizationName?: string } = {}): Promise<SignedUp> {
+  const email = overrides.email ?? `owner-${randomBytes(4).toString('hex')}@example.com`;
+  const password = 'correct horse battery staple';
+  const response = await server.request('POST', '/auth/signup', {
+    body: { email, password, organization_name: overrides.organizationName ?? 'Acme Ltd' },
+  });
+  assert.equal(response.status, 201, response.text);
+  const cookie = response.headers.getSetCookie().find((c) => c.startsWith('refresh_token='));
+  assert.ok(cookie, 'sign-up sets the refresh cookie');
+  return {
+    token: response.body.token,
+    refreshCookie: cookie.split(';')[0]!,
+    organizationId: response.body.organization.id,
+    memberId: response.body.member.id,
+    email,
+    password,
+  };
+}
+
+export async function createConnection(server: TestServer, organizationId: string, options: { test?: boolean; coexistence?: boolean } = {}) {
+  return server.app.services.connections.createRecord(server.app.store.db, {
+    organizationId,
+    test: options.test ?? false,
+    coexistence: options.coexistence ?? false,
+    name: 'Support line',
+    phoneNumberId: String(100000000000000 + Math.floor(Math.random() * 1e9)),
+    wabaId: String(200000000000000 + Math.floor(Math.random() * 1e9)),
+    displayPhoneNumber: '+1 555 0100',
+  });
+}
+
+export async function createKey(
+  server: TestServer,
+  dashboardToken: string,
+  body: { kind: 'organization' | 'connection'; mode: 'live' | 'test'; connection_id?: string; scopes?: string[]; name?: string },
+): Promise<{ id: string; key: string; scopes: string[] }> {
+  const response = await server.request('POST', '/v1/api-keys', { token: dashboardToken, body });
+  assert.equal(response.status, 201, response.text);
+  return response.body;
+}
+
+/** Asserts the response is our error envelope with this status and code, and returns the error object. */
+export function assertError(response: { status: number; body: any; headers: Headers; text: string }, status: number, code: string) {
+  assert.equal(response.status, status, response.text);
+  const error = response.body?.error;
+  assert.ok(error, `expected an error envelope, got ${response.text}`);
+  assert.equal(error.code, code, response.text);
+  assert.equal(typeof error.type, 'string');
+  assert.equal(typeof error.message, 'string');
+  assert.ok('param' in error);
+  assert.ok(Array.isArray(error.details));
+  assert.match(error.doc_url, new RegExp(`/docs/errors/${code}$`));
+  assert.equal(error.request_id, response.headers.get('x-request-id'));
+  return error;
+}
+
+/** A second member of an organization with the given role, logged in: for role and scope tests. */
+export async function addMember(server: TestServer, organizationId: string, role: 'owner' | 'admin' | 'agent' | 'viewer'): Promise<{ token: string; memberId: string }> {
+  const email = `${role}-${randomBytes(4).toString('hex')}@example.com`;
+  const password = 'correct horse battery staple';
+  const { hashPassword } = await import('../src/lib/crypto.ts');
+  const member = await server.app.services.members.createUserAndMember(server.app.store.db, {
+    email,
+    name: null,
+    passwordHash: await hashPassword(password),
+    organizationId,
+    role,
+  });
+  const login = await server.request('POST', '/auth/login', { body: { email, password } });
+  assert.equal(login.status, 200, login.text);
+  return { token: login.body.token, memberId: member.id };
+}
+
+/** A listening server with a signed-up owner: what most suites start with. */
+export async function startServerWithOwner(options: StartOptions = {}): Promise<{ server: TestServer; owner: SignedUp }> {
+  const server = await startServer(options);
+  return { server, owner: await signUp(server) };
+}

@@ -1,0 +1,46 @@
+/** A real webhook receiver on loopback: records every request's exact bytes and answers as told. */
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+
+export interface ReceivedRequest {
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+export interface Receiver {
+  url: string;
+  received: ReceivedRequest[];
+  /** How to answer the next requests: a status, or a function of the request. */
+  respond(answer: number | ((request: ReceivedRequest) => number)): void;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(path = '/hooks'): Promise<Receiver> {
+  const received: ReceivedRequest[] = [];
+  let answer: number | ((request: ReceivedRequest) => number) = 200;
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const entry = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(entry);
+      const status = typeof answer === 'function' ? answer(entry) : answer;
+      response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not today');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('receiver did not bind');
+  return {
+    url: `http://127.0.0.1:${address.port}${path}`,
+    received,
+    respond(next) {
+      answer = next;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,176 @@
+/**
+ * Webhook delivery across a worker crash: separate worker processes (the real `src/main.ts` with
+ * ROLE=worker) share the test store's queue, and one of them is killed with SIGKILL mid-run.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { verifyWebhookSignature } from '../src/events/webhook-signature.ts';
+import { webhookDelivery } from '../src/jobs/catalog.ts';
+import { ManualClock } from '../src/lib/clock.ts';
+import { createKey, signUp } from './factories.ts';
+import { startServer, type TestServer } from './harness.ts';
+import { startReceiver, type Receiver } from './receiver.ts';
+
+const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
+const EVENTS = 2_000;
+const BATCH = 500;
+// Short, so the dead worker's jobs come back within the test rather than after the default minute.
+const LEASE_MS = 3_000;
+// Enough deliveries to be sure the worker is in full swing when it dies, few enough that most remain.
+const KILL_AFTER = 300;
+// From the first worker's start to the queue's last job: typically 10 to 25 s; the slack is for a
+// busy machine.
+const RUN_DEADLINE_MS = 50_000;
+
+interface WorkerProcess {
+  child: ChildProcess;
+  output: () => string;
+}
+
+describe('webhook delivery when a worker process crashes', () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  let endpoint: { id: string; secret: string };
+  const workers: WorkerProcess[] = [];
+
+  before(async () => {
+    // The worker processes run on the real clock, so the jobs must be due by it: the harness's
+    // default manual clock could lie in their future.
+    server = await startServer({ clock: new ManualClock(Date.now()) });
+    const owner = await signUp(server);
+    const apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
+    receiver = await startReceiver();
+    const created = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'] } });
+    assert.equal(created.status, 201, created.text);
+    endpoint = created.body;
+    const { db } = server.app.store;
+    for (let start = 0; start < EVENTS; start += BATCH) {
+      await db.transaction().execute(async (trx) => {
+        for (let i = start; i < start + BATCH; i++) {
+          await server.app.services.events.emit(trx, {
+            type: 'contact.created', organizationId: owner.organizationId, connectionId: null,
+            object: { id: `ct_${i}`, object: 'contact', name: `Contact ${i}` },
+          });
+        }
+      });
+    }
+  });
+
+  after(async () => {
+    // Never leave a worker behind: it would hold the store open and keep delivering into nothing.
+    for (const { child } of workers) {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
+    await receiver?.close();
+    await server?.close();
+  });
+
+  /** The real service as a worker on the test store: the same database and the same master key. */
+  function startWorker(): WorkerProcess {
+    const { dataDir, schema } = server.testStore;
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      ROLE: 'worker',
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      DATA_DIR: dataDir,
+      WORKER_LEASE_MS: String(LEASE_MS),
+    };
+    if (schema) {
+      // pg applies `options` from the connection string, so the worker lands in this test's schema.
+      const url = new URL(process.env.TEST_DATABASE_URL!);
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      env.DATABASE_URL = url.toString();
+      env.MASTER_KEY = readFileSync(path.join(dataDir, 'master.key'), 'utf8').trim();
+    }
+    const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const worker = { child, output: () => output };
+    workers.push(worker);
+    return worker;
+  }
+
+  // Kept up to date as requests arrive: parsing every body again on each poll would take the CPU
+  // the workers need.
+  const seen = new Set<string>();
+  let parsed = 0;
+  function receivedIds(): Set<string> {
+    for (; parsed < receiver.received.length; parsed++) seen.add((JSON.parse(receiver.received[parsed]!.body) as { id: string }).id);
+    return seen;
+  }
+
+  const deliveryJobs = (statuses: string[]) =>
+    server.app.store.db
+      .selectFrom('jobs')
+      .select(['id', 'attempts'])
+      .where('name', '=', webhookDelivery.name)
+      .where('status', 'in', statuses)
+      .execute();
+
+  async function until(what: string, worker: WorkerProcess, deadline: number, done: () => boolean | Promise<boolean>): Promise<void> {
+    while (!(await done())) {
+      if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}) before ${what}: ${worker.output()}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ${receivedIds().size} of ${EVENTS} events received. ${worker.output()}`);
+      await sleep(50);
+    }
+  }
+
+  it('a worker killed with SIGKILL mid-run loses no event: another worker delivers every one', { timeout: RUN_DEADLINE_MS + 20_000 }, async (t) => {
+    const emitted = await server.app.store.db.selectFrom('events').select('id').execute();
+    assert.equal(emitted.length, EVENTS);
+    const started = Date.now();
+    const deadline = started + RUN_DEADLINE_MS;
+
+    const first = startWorker();
+    await until(`${KILL_AFTER} deliveries`, first, deadline, () => receiver.received.length >= KILL_AFTER);
+    first.child.kill('SIGKILL');
+    const [, signal] = (await once(first.child, 'exit')) as [number | null, NodeJS.Signals | null];
+    assert.equal(signal, 'SIGKILL');
+    const killedAt = Date.now() - started;
+    const beforeKill = receivedIds().size;
+    assert.ok(beforeKill < EVENTS, `every event was delivered before the kill (${beforeKill}), so the crash proved nothing`);
+    // Jobs the dead worker had claimed stay running under its lease: these are what must come back.
+    const stranded = await deliveryJobs(['running']);
+    assert.ok(stranded.length > 0, 'the kill left no job mid-flight, so the lease recovery went untested');
+
+    const second = startWorker();
+    await until(`all ${EVENTS} events`, second, deadline, () => receivedIds().size === EVENTS);
+    // Every event has arrived, but an attempt may still be recording its outcome: stop only once the
+    // queue holds nothing the worker could still owe.
+    await until('the queue to empty', second, deadline, async () => (await deliveryJobs(['queued', 'running'])).length === 0);
+    const doneAt = Date.now() - started;
+    second.child.kill('SIGTERM');
+    const [code] = (await once(second.child, 'exit')) as [number | null];
+    assert.equal(code, 0, second.output());
+
+    const received = receivedIds();
+    const missing = emitted.filter((event) => !received.has(event.id));
+    assert.deepEqual(missing, [], `${missing.length} events never reached the receiver`);
+    for (const request of receiver.received) {
+      // The signature's timestamp comes from the worker's real clock, not the test's manual one.
+      const verified = verifyWebhookSignature(request.body, request.headers['service-signature'] as string | undefined, endpoint.secret, { now: request.at });
+      assert.ok(verified.valid, `a delivery's signature did not verify: ${JSON.stringify(verified)}`);
+    }
+    assert.deepEqual(await deliveryJobs(['queued', 'running']), []);
+    const succeeded = await deliveryJobs(['succeeded']);
+    assert.equal(succeeded.length, EVENTS);
+    // The dead worker's claims count as attempts, so each job it held was taken again after its lease.
+    const attempts = new Map(succeeded.map((job) => [job.id, job.attempts]));
+    for (const job of stranded) assert.ok(attempts.get(job.id)! >= 2, `job ${job.id} was never taken again`);
+    t.diagnostic(
+      `killed at ${killedAt} ms after ${beforeKill} events with ${stranded.length} jobs mid-flight; ` +
+        `all delivered at ${doneAt} ms with ${receiver.received.length - EVENTS} duplicates`,
+    );
+  });
+});
