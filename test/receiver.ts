@@ -12,20 +12,31 @@ export interface Receiver {
   received: ReceivedRequest[];
   /** How to answer the next requests: a status, or a function of the request. */
   respond(answer: number | ((request: ReceivedRequest) => number)): void;
+  /** Record requests but keep their answers back until `release`: the sender stays mid-request. */
+  hold(): void;
+  release(): void;
+  /** How many requests are waiting for an answer under `hold`. */
+  held(): number;
   close(): Promise<void>;
 }
 
 export async function startReceiver(path = '/hooks'): Promise<Receiver> {
   const received: ReceivedRequest[] = [];
   let answer: number | ((request: ReceivedRequest) => number) = 200;
+  let holding = false;
+  const waiting: (() => void)[] = [];
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const entry = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(entry);
-      const status = typeof answer === 'function' ? answer(entry) : answer;
-      response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not today');
+      const reply = () => {
+        const status = typeof answer === 'function' ? answer(entry) : answer;
+        response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not today');
+      };
+      if (holding) waiting.push(reply);
+      else reply();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -37,6 +48,14 @@ export async function startReceiver(path = '/hooks'): Promise<Receiver> {
     respond(next) {
       answer = next;
     },
+    hold() {
+      holding = true;
+    },
+    release() {
+      holding = false;
+      for (const reply of waiting.splice(0)) reply();
+    },
+    held: () => waiting.length,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

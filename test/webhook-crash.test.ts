@@ -134,6 +134,10 @@ describe('webhook delivery when a worker process crashes', () => {
 
     const first = startWorker();
     await until(`${KILL_AFTER} deliveries`, first, deadline, () => receiver.received.length >= KILL_AFTER);
+    // Keep the answers back so that the kill is sure to find deliveries mid-request: without this,
+    // it can land between one batch's settlement and the next claim, and strand nothing.
+    receiver.hold();
+    await until('deliveries waiting on the receiver', first, deadline, () => receiver.held() > 0);
     first.child.kill('SIGKILL');
     const [, signal] = (await once(first.child, 'exit')) as [number | null, NodeJS.Signals | null];
     assert.equal(signal, 'SIGKILL');
@@ -144,6 +148,8 @@ describe('webhook delivery when a worker process crashes', () => {
     const stranded = await deliveryJobs(['running']);
     assert.ok(stranded.length > 0, 'the kill left no job mid-flight, so the lease recovery went untested');
 
+    // The dead worker's sockets are gone; the answers kept back go nowhere.
+    receiver.release();
     const second = startWorker();
     await until(`all ${EVENTS} events`, second, deadline, () => receivedIds().size === EVENTS);
     // Every event has arrived, but an attempt may still be recording its outcome: stop only once the
