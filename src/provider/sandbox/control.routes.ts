@@ -1,196 +1,174 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import Type, { type Static, type TSchema } from 'typebox';
-import { Value } from 'typebox/value';
-import type { SandboxMessage, SandboxNumber, SandboxState } from './state.ts';
-import { STATUSES, providerErrorObject, unixSeconds, type StatusName, type WebhookDelivery } from './webhooks.ts';
-
-const Loose = Type.Record(Type.String(), Type.Unknown());
-
-export const InboundSchema = Type.Object(
-  {
-    phone_number_id: Type.String({ minLength: 1 }),
-    from: Type.String({ pattern: '^\\+?[0-9]{6,15}$' }),
-    type: Type.String({ minLength: 1 }),
-    /** The sender's profile name, shown in `contacts[].profile.name`. */
-    name: Type.Optional(Type.String()),
-    text: Type.Optional(Type.String()),
-    image: Type.Optional(Loose),
-    video: Type.Optional(Loose),
-    audio: Type.Optional(Loose),
-    document: Type.Optional(Loose),
-    sticker: Type.Optional(Loose),
-    location: Type.Optional(Type.Object({ latitude: Type.Number(), longitude: Type.Number(), name: Type.Optional(Type.String()), address: Type.Optional(Type.String()) })),
-    interactive: Type.Optional(Loose),
-    button: Type.Optional(Type.Object({ text: Type.String(), payload: Type.String() })),
-    reaction: Type.Optional(Type.Object({ message_id: Type.String(), emoji: Type.Optional(Type.String()) })),
-    contacts: Type.Optional(Type.Array(Loose)),
-    /** Makes the message a quoted reply to this (business-sent) message id. */
-    context: Type.Optional(Type.Object({ message_id: Type.String() })),
-  },
-  { additionalProperties: false },
-);
-export type Inbound = Static<typeof InboundSchema>;
-
-export const ControlStatusSchema = Type.Object(
-  {
-    message_id: Type.String({ minLength: 1 }),
-    status: Type.Union(STATUSES.map((status) => Type.Literal(status))),
-    error: Type.Optional(Type.Object({ code: Type.Integer(), title: Type.Optional(Type.String()), details: Type.Optional(Type.String()) }, { additionalProperties: false })),
-  },
-  { additionalProperties: false },
-);
-
-export const BehaviourSchema = Type.Object(
-  {
-    latency_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })),
-    fail_next: Type.Optional(
-      Type.Union([
-        Type.Object(
-          { code: Type.Integer(), http_status: Type.Optional(Type.Integer({ minimum: 400, maximum: 599 })), details: Type.Optional(Type.String()) },
-          { additionalProperties: false },
-        ),
-        Type.Null(),
-      ]),
-    ),
-    auto_status: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-
-/** Inbound types the sandbox forwards as themselves; any other type arrives as `unsupported` (§3.2). */
-const SUPPORTED_INBOUND = ['text', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'interactive', 'button', 'reaction', 'contacts'];
-const MEDIA_DEFAULT_MIME: Readonly<Record<string, string>> = {
-  image: 'image/jpeg',
-  video: 'video/mp4',
-  audio: 'audio/ogg; codecs=opus',
-  document: 'application/pdf',
-  sticker: 'image/webp',
-};
-
-class ControlError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly details: unknown;
-
-  constructor(status: number, code: string, message: string, details?: unknown) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.details = details;
-  }
-}
-
-function check<T extends TSchema>(schema: T, body: unknown): Static<T> {
-  if (Value.Check(schema, body)) return body;
-  const details = Value.Errors(schema, body).map((error) => ({ param: error.instancePath || '/', message: error.message }));
-  throw new ControlError(400, 'validation_failed', 'The request body is not valid for this control endpoint.', details);
-}
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { Clock } from '../../lib/clock.ts';
+import { ControlError, check, installControlConventions, invalid, notFound } from './control-http.ts';
+import {
+  ACCESS_ENDING_EVENTS,
+  AccountUpdateSchema,
+  BehaviourSchema,
+  ControlStatusSchema,
+  EchoSchema,
+  HistorySchema,
+  InboundSchema,
+  LimitTierSchema,
+  QualitySchema,
+  RevokeTokenSchema,
+  StateSyncSchema,
+  TemplateStatusSchema,
+  ThroughputSchema,
+} from './control.schemas.ts';
+import type { SandboxEvents } from './events.ts';
+import { echoMessage, historyEntry, inboundMessage } from './inbound.ts';
+import type { MediaStore } from './media.ts';
+import { LIMIT_TIERS, type LimitTier, type SandboxNumber, type SandboxState } from './state.ts';
+import type { SandboxTemplate, TemplateStore } from './templates.ts';
+import { displayDigits, providerErrorObject, unixSeconds, type WebhookDelivery } from './webhooks.ts';
 
 export interface ControlDeps {
+  clock: Clock;
   state: SandboxState;
-  /** Queues one `messages` webhook for the number and resolves once it has been attempted. */
-  deliver(number: SandboxNumber, value: Record<string, unknown>): Promise<WebhookDelivery>;
-  emitStatus(message: SandboxMessage, status: StatusName, error?: ReturnType<typeof providerErrorObject>): Promise<WebhookDelivery>;
+  media: MediaStore;
+  templates: TemplateStore;
+  events: SandboxEvents;
   deliveries: readonly WebhookDelivery[];
+  /** Merged into every route's `config` (the host's access declarations). */
+  routeConfig: Record<string, unknown>;
 }
 
-function deliveryReport(delivery: WebhookDelivery): Record<string, unknown> {
+type Json = Record<string, unknown>;
+
+function deliveryReport(delivery: WebhookDelivery): Json {
   return { status: delivery.status ?? null, ...(delivery.error === undefined ? {} : { error: delivery.error }) };
 }
 
-function inboundMessage(input: Inbound, number: SandboxNumber, message: SandboxMessage): Record<string, unknown> {
-  const base: Record<string, unknown> = {
-    from: message.waId,
-    id: message.id,
-    timestamp: unixSeconds(message.createdAt),
-    ...(input.context === undefined ? {} : { context: { from: number.displayPhoneNumber.replace(/\D/g, ''), id: input.context.message_id } }),
+function behaviourView(state: SandboxState): Json {
+  const { latencyMs, failNext, failNextAsync, autoStatus, throttle, throughputMps, templateReview } = state.behaviour;
+  return {
+    latency_ms: latencyMs,
+    fail_next: failNext === undefined ? null : { code: failNext.code, http_status: failNext.httpStatus ?? null, details: failNext.details ?? null },
+    fail_next_async: failNextAsync === undefined ? null : { code: failNextAsync.code, details: failNextAsync.details ?? null },
+    auto_status: autoStatus,
+    throttle:
+      throttle === undefined
+        ? null
+        : { code: throttle.code, estimated_time_to_regain_access: throttle.regainMinutes, calls: throttle.remaining ?? null, waba_id: throttle.wabaId ?? null },
+    throughput_mps: throughputMps ?? null,
+    template_review: templateReview,
   };
-  if (!SUPPORTED_INBOUND.includes(input.type)) {
-    return {
-      ...base,
-      type: 'unsupported',
-      unsupported: { type: input.type },
-      errors: [providerErrorObject(131051, 'Message type is currently not supported.', 'Message type unknown')],
-    };
-  }
-  let payload: unknown;
-  if (input.type === 'text') {
-    if (input.text === undefined) throw new ControlError(400, 'validation_failed', 'A text inbound message needs `text`.');
-    payload = { body: input.text };
-  } else {
-    payload = input[input.type as keyof Inbound];
-    if (payload === undefined) throw new ControlError(400, 'validation_failed', `A ${input.type} inbound message needs \`${input.type}\`.`);
-    const mime = MEDIA_DEFAULT_MIME[input.type];
-    if (mime !== undefined) {
-      const media = payload as Record<string, unknown>;
-      if (typeof media.id !== 'string') throw new ControlError(400, 'validation_failed', `\`${input.type}.id\` (a media id) is required.`);
-      // Received media always carries a MIME type and a digest; fill them in so tests need not.
-      payload = { mime_type: mime, sha256: 'sandbox-sha256-not-computed', ...(input.type === 'audio' ? { voice: false } : {}), ...media };
-    }
-  }
-  return { ...base, type: input.type, [input.type]: payload };
+}
+
+function numberView(state: SandboxState, number: SandboxNumber): Json {
+  return {
+    phone_number_id: number.phoneNumberId,
+    waba_id: number.wabaId,
+    display_phone_number: number.displayPhoneNumber,
+    coexistence: number.coexistence,
+    quality_rating: number.qualityRating,
+    messaging_limit_tier: number.messagingLimitTier,
+    throughput_level: number.throughputLevel,
+    pin_enabled: number.pinEnabled,
+    subscribed: (state.wabas.get(number.wabaId)?.subscribedApps.size ?? 0) > 0,
+  };
 }
 
 /** The sandbox's own control API under `/control`: makes the simulated world act on the service. */
 export function controlRoutes(deps: ControlDeps) {
-  const { state } = deps;
+  const { state, events, media, templates } = deps;
+
+  function numberOf(phoneNumberId: string): SandboxNumber {
+    const number = state.numbers.get(phoneNumberId);
+    if (number === undefined) throw notFound(`No sandbox number ${phoneNumberId}; exchange a code first.`);
+    return number;
+  }
+
+  function coexistenceNumber(phoneNumberId: string, what: string): SandboxNumber {
+    const number = numberOf(phoneNumberId);
+    if (!number.coexistence) {
+      throw new ControlError(409, 'not_coexistence', `${what} exist only for coexistence numbers; create one by exchanging a code that starts with "coexistence".`);
+    }
+    return number;
+  }
+
+  function findTemplate(input: { template_id?: string | undefined; waba_id?: string | undefined; name?: string | undefined; language?: string | undefined }): SandboxTemplate {
+    if (input.template_id !== undefined) {
+      const template = templates.find(input.template_id);
+      if (template === undefined) throw notFound(`No template ${input.template_id}.`);
+      return template;
+    }
+    if (input.waba_id === undefined || input.name === undefined || input.language === undefined) {
+      throw invalid('Name the template by `template_id`, or by `waba_id`, `name` and `language`.');
+    }
+    const template = templates.findByName(input.waba_id, input.name, input.language);
+    if (template === undefined) throw notFound(`No template ${input.name} (${input.language}) in account ${input.waba_id}.`);
+    return template;
+  }
+
+  /** `phone_number_quality_update` (§3.4); the old limit only rides on limit changes. */
+  function qualityUpdate(number: SandboxNumber, event: string, oldLimit?: LimitTier): Promise<WebhookDelivery> {
+    return events.accountField(number.wabaId, 'phone_number_quality_update', {
+      display_phone_number: displayDigits(number),
+      event,
+      ...(oldLimit === undefined ? {} : { old_limit: oldLimit }),
+      current_limit: number.messagingLimitTier,
+      max_daily_conversations_per_business: number.messagingLimitTier,
+    });
+  }
 
   return async function register(app: FastifyInstance): Promise<void> {
-    app.setErrorHandler((error: FastifyError | ControlError, _request: FastifyRequest, reply: FastifyReply) => {
-      if (error instanceof ControlError) {
-        return reply.status(error.status).send({ error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } });
-      }
-      const status = error.statusCode ?? 500;
-      return reply.status(status).send({ error: { code: status < 500 ? 'validation_failed' : 'internal_error', message: error.message } });
+    installControlConventions(app, 'Control endpoints are listed in docs/sandbox.md.');
+
+    const route = (method: HTTPMethods, url: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void => {
+      app.route({ method, url, config: { ...deps.routeConfig }, handler });
+    };
+
+    route('GET', '/numbers', async () => ({ data: [...state.numbers.values()].map((number) => numberView(state, number)) }));
+
+    // Re-authorisation: exchanging this code issues a new token for the same account and number.
+    route('POST', '/numbers/:phone_number_id/code', async (request) => {
+      const number = numberOf((request.params as { phone_number_id: string }).phone_number_id);
+      return { code: state.mintReauthorisationCode(number.phoneNumberId), phone_number_id: number.phoneNumberId, waba_id: number.wabaId };
     });
 
-    app.get('/numbers', async () => ({
-      data: [...state.numbers.values()].map((number) => ({
-        phone_number_id: number.phoneNumberId,
-        waba_id: number.wabaId,
-        display_phone_number: number.displayPhoneNumber,
-      })),
+    route('GET', '/webhooks', async () => ({
+      data: deps.deliveries.map((delivery) => ({ ...deliveryReport(delivery), url: delivery.url ?? null, at: delivery.at.toISOString(), body: JSON.parse(delivery.body) as unknown })),
     }));
 
-    app.get('/webhooks', async () => ({
-      data: deps.deliveries.map((delivery) => ({ ...deliveryReport(delivery), at: delivery.at.toISOString(), body: JSON.parse(delivery.body) as unknown })),
-    }));
-
-    app.post('/inbound', async (request) => {
+    route('POST', '/inbound', async (request) => {
       const input = check(InboundSchema, request.body);
-      const number = state.numbers.get(input.phone_number_id);
-      if (number === undefined) throw new ControlError(404, 'not_found', `No sandbox number ${input.phone_number_id}; exchange a code first.`);
+      const number = numberOf(input.phone_number_id);
       const waId = input.from.replace(/\D/g, '');
-      // Any user message, even one the provider cannot render, opens the 24-hour window (§9).
-      const message = state.recordInbound(number.phoneNumberId, waId, input.type);
-      const value = {
+      const message = state.draftMessage('inbound', number.phoneNumberId, waId, input.type);
+      const payload = inboundMessage(input, number, message, media);
+      state.recordInbound(message, { referral: input.referral !== undefined });
+      const delivery = await events.messages(number, {
         contacts: [{ profile: { name: input.name ?? 'Sandbox User' }, wa_id: waId }],
-        messages: [inboundMessage(input, number, message)],
-      };
-      const delivery = await deps.deliver(number, value);
+        messages: [payload],
+      });
       return { message_id: message.id, delivery: deliveryReport(delivery) };
     });
 
-    app.post('/status', async (request) => {
+    route('POST', '/status', async (request) => {
       const input = check(ControlStatusSchema, request.body);
       const message = state.findMessage(input.message_id);
-      if (message === undefined || message.direction !== 'outbound') {
-        throw new ControlError(404, 'not_found', `No outbound message ${input.message_id} in the sandbox.`);
-      }
+      if (message === undefined || message.direction !== 'outbound') throw notFound(`No outbound message ${input.message_id} in the sandbox.`);
       const error =
         input.status === 'failed' || input.error !== undefined
           ? providerErrorObject(input.error?.code ?? 131000, input.error?.details ?? 'Injected by the sandbox control API.', input.error?.title)
           : undefined;
-      const delivery = await deps.emitStatus(message, input.status, error);
+      const delivery = await events.emitStatus(message, input.status, error);
       return { message_id: message.id, status: input.status, delivery: deliveryReport(delivery) };
     });
 
-    app.post('/behaviour', async (request) => {
+    route('GET', '/behaviour', async () => behaviourView(state));
+
+    route('POST', '/behaviour', async (request) => {
       const input = check(BehaviourSchema, request.body ?? {});
-      if (input.latency_ms !== undefined) state.behaviour.latencyMs = input.latency_ms;
-      if (input.auto_status !== undefined) state.behaviour.autoStatus = input.auto_status;
+      const { behaviour } = state;
+      if (input.latency_ms !== undefined) behaviour.latencyMs = input.latency_ms;
+      if (input.auto_status !== undefined) behaviour.autoStatus = input.auto_status;
+      if (input.template_review !== undefined) behaviour.templateReview = input.template_review;
+      if (input.throughput_mps !== undefined) behaviour.throughputMps = input.throughput_mps ?? undefined;
       if (input.fail_next !== undefined) {
-        state.behaviour.failNext =
+        behaviour.failNext =
           input.fail_next === null
             ? undefined
             : {
@@ -199,12 +177,126 @@ export function controlRoutes(deps: ControlDeps) {
                 ...(input.fail_next.details === undefined ? {} : { details: input.fail_next.details }),
               };
       }
-      const { latencyMs, failNext, autoStatus } = state.behaviour;
-      return {
-        latency_ms: latencyMs,
-        fail_next: failNext === undefined ? null : { code: failNext.code, http_status: failNext.httpStatus ?? null, details: failNext.details ?? null },
-        auto_status: autoStatus,
+      if (input.fail_next_async !== undefined) {
+        behaviour.failNextAsync =
+          input.fail_next_async === null
+            ? undefined
+            : { code: input.fail_next_async.code, ...(input.fail_next_async.details === undefined ? {} : { details: input.fail_next_async.details }) };
+      }
+      if (input.throttle !== undefined) {
+        behaviour.throttle =
+          input.throttle === null
+            ? undefined
+            : {
+                code: input.throttle.code ?? 80007,
+                regainMinutes: input.throttle.estimated_time_to_regain_access ?? 1,
+                remaining: input.throttle.calls,
+                wabaId: input.throttle.waba_id,
+              };
+      }
+      return behaviourView(state);
+    });
+
+    route('POST', '/template-status', async (request) => {
+      const input = check(TemplateStatusSchema, request.body);
+      const template = findTemplate(input);
+      const delivery = await events.templateStatus(template, input.status, input.reason ?? null);
+      return { template_id: template.id, status: template.status, delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/quality', async (request) => {
+      const input = check(QualitySchema, request.body);
+      const number = numberOf(input.phone_number_id);
+      number.qualityRating = input.quality_rating;
+      const delivery = await qualityUpdate(number, input.event ?? (input.quality_rating === 'GREEN' ? 'UNFLAGGED' : 'FLAGGED'));
+      return { ...numberView(state, number), delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/limit-tier', async (request) => {
+      const input = check(LimitTierSchema, request.body);
+      const number = numberOf(input.phone_number_id);
+      const old = number.messagingLimitTier;
+      number.messagingLimitTier = input.tier;
+      const direction = LIMIT_TIERS.indexOf(input.tier) - LIMIT_TIERS.indexOf(old);
+      const event = input.event ?? (direction > 0 ? 'UPGRADE' : direction < 0 ? 'DOWNGRADE' : 'ONBOARDING');
+      const delivery = await qualityUpdate(number, event, old);
+      return { ...numberView(state, number), delivery: deliveryReport(delivery) };
+    });
+
+    // HIGH throughput needs an unlimited messaging limit (§8.1), so upgrading sets both.
+    route('POST', '/throughput', async (request) => {
+      const input = check(ThroughputSchema, request.body);
+      const number = numberOf(input.phone_number_id);
+      if (number.coexistence && input.level === 'HIGH') throw new ControlError(409, 'coexistence_fixed_throughput', 'Coexistence numbers have a fixed throughput of 20 messages per second.');
+      const upgraded = input.level === 'HIGH' && number.throughputLevel !== 'HIGH';
+      number.throughputLevel = input.level;
+      if (!upgraded) return { ...numberView(state, number), delivery: null };
+      number.messagingLimitTier = 'TIER_UNLIMITED';
+      const delivery = await qualityUpdate(number, 'THROUGHPUT_UPGRADE');
+      return { ...numberView(state, number), delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/echo', async (request) => {
+      const input = check(EchoSchema, request.body);
+      const number = coexistenceNumber(input.phone_number_id, 'Message echoes');
+      const message = state.draftMessage('outbound', number.phoneNumberId, input.to.replace(/\D/g, ''), input.type);
+      const delivery = await events.numberField(number, 'smb_message_echoes', { message_echoes: [echoMessage(input, number, message, media)] });
+      return { message_id: message.id, delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/history', async (request) => {
+      const input = check(HistorySchema, request.body);
+      const number = coexistenceNumber(input.phone_number_id, 'History webhooks');
+      const delivery = await events.numberField(number, 'history', { history: [historyEntry(input, number, deps.clock.now())] });
+      return { delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/state-sync', async (request) => {
+      const input = check(StateSyncSchema, request.body);
+      const number = coexistenceNumber(input.phone_number_id, 'Contact syncs');
+      const timestamp = unixSeconds(deps.clock.now());
+      const delivery = await events.numberField(number, 'smb_app_state_sync', {
+        state_sync: input.contacts.map((contact) => {
+          const action = contact.action ?? 'add';
+          return {
+            type: 'contact',
+            contact: {
+              // Names are left out when a contact is removed (§3.5).
+              ...(action === 'add' && contact.full_name !== undefined ? { full_name: contact.full_name } : {}),
+              ...(action === 'add' && contact.first_name !== undefined ? { first_name: contact.first_name } : {}),
+              phone_number: contact.phone_number.replace(/\D/g, ''),
+            },
+            action,
+            metadata: { timestamp },
+          };
+        }),
+      });
+      return { delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/account-update', async (request) => {
+      const { waba_id: wabaId, ...input } = check(AccountUpdateSchema, request.body);
+      if (!state.wabas.has(wabaId)) throw notFound(`No sandbox account ${wabaId}.`);
+      const partnerEvent = input.event.startsWith('PARTNER_');
+      const value = {
+        ...input,
+        ...(partnerEvent && input.waba_info === undefined ? { waba_info: { waba_id: wabaId, owner_business_id: wabaId } } : {}),
       };
+      const delivery = await events.accountField(wabaId, 'account_update', value);
+      // The notice goes out first, while the app is still subscribed; then the access it announces ends.
+      const revoked = ACCESS_ENDING_EVENTS.includes(input.event) ? state.revokeTokens({ wabaId }) : 0;
+      if (ACCESS_ENDING_EVENTS.includes(input.event)) state.wabas.get(wabaId)?.subscribedApps.clear();
+      return { event: input.event, tokens_revoked: revoked, delivery: deliveryReport(delivery) };
+    });
+
+    route('POST', '/revoke-token', async (request) => {
+      const input = check(RevokeTokenSchema, request.body);
+      if ('access_token' in input) {
+        if (state.findToken(input.access_token) === undefined) throw notFound('No such token was issued by this sandbox.');
+        return { revoked: state.revokeTokens({ accessToken: input.access_token }) };
+      }
+      if (!state.wabas.has(input.waba_id)) throw notFound(`No sandbox account ${input.waba_id}.`);
+      return { revoked: state.revokeTokens({ wabaId: input.waba_id }) };
     });
   };
 }

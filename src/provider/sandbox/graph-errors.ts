@@ -36,12 +36,24 @@ export const GRAPH_ERRORS: Readonly<Record<number, { status: number; title: stri
   131053: { status: 400, title: 'Media upload error' },
   131056: { status: 400, title: '(Business Account, Consumer Account) pair rate limit hit' },
   131057: { status: 500, title: 'Account in maintenance mode' },
-  132000: { status: 400, title: 'Template Param Count Mismatch' },
-  132001: { status: 404, title: 'Template does not exist' },
+  132000: { status: 400, title: 'Number of parameters does not match the expected number of params' },
+  132001: { status: 404, title: 'Template name does not exist in the translation' },
+  132012: { status: 400, title: 'Parameter format does not match format in the created template' },
+  132015: { status: 400, title: 'Template is Paused' },
+  132016: { status: 400, title: 'Template is Disabled' },
   133004: { status: 503, title: 'Server Temporarily Unavailable' },
   133016: { status: 400, title: 'Account register deregister rate limit exceeded' },
   135000: { status: 400, title: 'Generic user error' },
+  // Coexistence sync errors (§7.5); the titles are the sandbox's reading of the provider's table.
+  2593107: { status: 400, title: 'Synchronization of this data has already been requested' },
+  2593108: { status: 400, title: 'Synchronization can only be requested within 24 hours of onboarding' },
+  2593109: { status: 400, title: 'The business declined to share its chat history' },
 };
+
+/** The provider's trace ids are opaque base64url strings of about this length. */
+export function newTraceId(): string {
+  return randomBytes(17).toString('base64url');
+}
 
 export function graphErrorTitle(code: number): string {
   return GRAPH_ERRORS[code]?.title ?? 'Error';
@@ -74,7 +86,8 @@ export interface GraphErrorBody {
   };
 }
 
-export function graphErrorBody(error: GraphError): GraphErrorBody {
+/** The Graph envelope; `traceId` is the request's `x-fb-trace-id`, so a log line can be matched to it. */
+export function graphErrorBody(error: GraphError, traceId: string = newTraceId()): GraphErrorBody {
   return {
     error: {
       message: `(#${error.code}) ${error.message}`,
@@ -82,14 +95,13 @@ export function graphErrorBody(error: GraphError): GraphErrorBody {
       code: error.code,
       ...(error.subcode === undefined ? {} : { error_subcode: error.subcode }),
       error_data: { messaging_product: 'whatsapp', details: error.details },
-      // The provider's trace ids are opaque base64url strings of about this length.
-      fbtrace_id: randomBytes(17).toString('base64url'),
+      fbtrace_id: traceId,
     },
   };
 }
 
 /** The provider's answer for an id that does not exist or that the token may not touch (§8.2). */
-export function unknownObject(id: string, method: 'get' | 'post'): GraphError {
+export function unknownObject(id: string, method: 'get' | 'post' | 'delete'): GraphError {
   return new GraphError(100, `Object with ID '${id}' is not reachable with this token.`, {
     subcode: 33,
     message:

@@ -1,199 +1,197 @@
-import { randomBytes } from 'node:crypto';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GraphError, graphErrorBody, unknownObject } from './graph-errors.ts';
+import type { FastifyInstance } from 'fastify';
+import { accountRoutes } from './account.routes.ts';
+import { GraphError, unknownObject } from './graph-errors.ts';
+import { bodyObject, graphTime, installGraphConventions, isObject, ownedNumber, pickFields, type GraphDeps, type GraphRouter, type Json } from './graph-http.ts';
+import { throughputCeiling } from './limits.ts';
+import { mediaKindOf, MEDIA_KINDS, type MediaKind } from './media.ts';
+import { mediaNode, mediaRoutes } from './media.routes.ts';
 import { parseSendRequest } from './send-validation.ts';
-import type { SandboxMessage, SandboxNumber, SandboxState } from './state.ts';
+import type { SandboxNumber } from './state.ts';
+import { checkTemplateSend, templateNode } from './templates.ts';
+import { templateRoutes } from './templates.routes.ts';
 
-export interface GraphDeps {
-  state: SandboxState;
-  appSecret: string;
-  /** Starts the sent → delivered → read walk for an accepted message. */
-  walk(message: SandboxMessage): void;
-}
-
-const VERSION = /^v\d+\.\d+$/;
-
-function versionOf(url: string): string | undefined {
-  const segment = /\/graph\/([^/?]+)/.exec(url)?.[1];
-  return segment !== undefined && VERSION.test(segment) ? segment : undefined;
-}
-
-function bearerToken(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization;
-  if (header !== undefined) return /^Bearer\s+(\S+)$/i.exec(header)?.[1];
-  // Graph also takes the token as a query parameter; some SDKs rely on it for GETs.
-  const query = request.query as Record<string, unknown>;
-  return typeof query.access_token === 'string' ? query.access_token : undefined;
-}
-
-function numberNode(number: SandboxNumber): Record<string, unknown> {
+function numberNode(number: SandboxNumber): Json {
   return {
     verified_name: number.verifiedName,
     display_phone_number: number.displayPhoneNumber,
     id: number.phoneNumberId,
-    quality_rating: 'GREEN',
+    quality_rating: number.qualityRating,
     code_verification_status: 'VERIFIED',
     name_status: 'APPROVED',
     platform_type: 'CLOUD_API',
-    throughput: { level: 'STANDARD' },
+    throughput: { level: number.throughputLevel },
     account_mode: 'SANDBOX',
     status: 'CONNECTED',
     is_official_business_account: false,
-    messaging_limit_tier: 'TIER_250',
-    whatsapp_business_manager_messaging_limit: 'TIER_250',
+    is_on_biz_app: number.coexistence,
+    is_pin_enabled: number.pinEnabled,
+    last_onboarded_time: graphTime(number.onboardedAt),
+    messaging_limit_tier: number.messagingLimitTier,
+    whatsapp_business_manager_messaging_limit: number.messagingLimitTier,
   };
 }
 
-/** `?fields=a,b` narrows a node to those fields (plus id), as Graph does; without it, all are returned. */
-function pickFields(node: Record<string, unknown>, fields: unknown): Record<string, unknown> {
-  if (typeof fields !== 'string' || fields.trim() === '') return node;
-  const wanted = new Set(['id', ...fields.split(',').map((field) => field.trim())]);
-  return Object.fromEntries(Object.entries(node).filter(([key]) => wanted.has(key)));
+/**
+ * Why a media message by `id` cannot be delivered, if it cannot: the provider accepts the send and
+ * reports the failure later in a `failed` status (§8.3), so this is checked but not thrown.
+ */
+function mediaProblem(deps: GraphDeps, wabaId: string, type: string, content: unknown): string | undefined {
+  if (!(MEDIA_KINDS as readonly string[]).includes(type) || !isObject(content) || typeof content.id !== 'string') return undefined;
+  const media = deps.media.find(content.id);
+  if (media === undefined || media.wabaId !== wabaId) return `Media id ${content.id} is unknown to this account or has expired.`;
+  const kind = mediaKindOf(media.mimeType);
+  if (kind !== (type as MediaKind)) return `Media id ${content.id} is ${media.mimeType}, which cannot be sent as ${type}.`;
+  return undefined;
+}
+
+function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
+  const { state, templates } = deps;
+
+  router.open('GET', '/:version/oauth/access_token', async (request) => {
+    const query = request.query as Json;
+    for (const param of ['client_id', 'client_secret', 'code']) {
+      if (typeof query[param] !== 'string' || query[param] === '') throw new GraphError(100, `The parameter ${param} is required.`);
+    }
+    if (query.client_secret !== deps.appSecret) throw new GraphError(1, 'client_secret does not match the app secret.', { message: 'Error validating client secret.' });
+    const exchanged = state.exchangeCode(String(query.code), String(query.client_id));
+    if (exchanged === undefined) throw new GraphError(100, 'This authorization code has been used.', { subcode: 36009, message: 'This authorization code has been used.' });
+    if (exchanged.created) templates.seed(exchanged.number.wabaId);
+    const { number } = exchanged;
+    return {
+      access_token: exchanged.accessToken,
+      token_type: 'bearer',
+      // Sandbox extension: the real provider reports these ids to the browser (Embedded Signup's
+      // session info), which a server-to-server test cannot see. debug_token and
+      // /{waba}/phone_numbers give the same answer the provider's way.
+      sandbox: {
+        waba_id: number.wabaId,
+        phone_number_id: number.phoneNumberId,
+        display_phone_number: number.displayPhoneNumber,
+        coexistence: number.coexistence,
+      },
+    };
+  });
+
+  router.authed('GET', '/:version/debug_token', 'whatsapp_business_management', async ({ query, grant }) => {
+    const inputToken = typeof query.input_token === 'string' ? query.input_token : undefined;
+    if (inputToken === undefined) throw new GraphError(100, 'The parameter input_token is required.');
+    const input = state.findToken(inputToken);
+    if (input === undefined || input.revoked) return { data: { is_valid: false, error: { code: 190, message: 'Invalid OAuth access token.' } } };
+    const scopes = ['whatsapp_business_management', 'whatsapp_business_messaging'];
+    return {
+      data: {
+        app_id: grant.appId,
+        type: 'SYSTEM_USER',
+        application: 'Sandbox',
+        is_valid: true,
+        expires_at: 0,
+        scopes,
+        granular_scopes: scopes.map((scope) => ({ scope, target_ids: [input.wabaId] })),
+      },
+    };
+  });
+
+  // One path, four kinds of node, as on Graph: the account, a number, a media file or a template.
+  router.authed('GET', '/:version/:id', 'whatsapp_business_management', async (call) => {
+    const { id } = call.params as { id: string };
+    const { wabaId, query } = call;
+    if (id === wabaId) {
+      const waba = state.wabas.get(wabaId);
+      return pickFields({ id, name: waba?.name ?? 'Sandbox Business', timezone_id: '1', message_template_namespace: `sandbox_${id}`, currency: 'USD' }, query.fields);
+    }
+    const number = state.numbers.get(id);
+    if (number !== undefined && number.wabaId === wabaId) return pickFields(numberNode(number), query.fields);
+    const media = deps.media.find(id);
+    if (media !== undefined && media.wabaId === wabaId) {
+      if (query.phone_number_id !== undefined && query.phone_number_id !== media.phoneNumberId) throw unknownObject(id, 'get');
+      return mediaNode(media, call, router.prefix, deps.media.signDownload);
+    }
+    const template = templates.find(id);
+    if (template !== undefined && template.wabaId === wabaId) return pickFields(templateNode(template), query.fields);
+    throw unknownObject(id, 'get');
+  });
+
+  router.authed('DELETE', '/:version/:id', 'whatsapp_business_management', async ({ params, wabaId, query }) => {
+    const { id } = params as { id: string };
+    const media = deps.media.find(id);
+    if (media === undefined || media.wabaId !== wabaId || (query.phone_number_id !== undefined && query.phone_number_id !== media.phoneNumberId)) {
+      throw unknownObject(id, 'delete');
+    }
+    deps.media.remove(id);
+    return { success: true };
+  });
+
+  router.authed('GET', '/:version/:id/phone_numbers', 'whatsapp_business_management', async ({ params, wabaId, query }) => {
+    const { id } = params as { id: string };
+    if (id !== wabaId) throw unknownObject(id, 'get');
+    return { data: state.numbersOfWaba(wabaId).map((number) => pickFields(numberNode(number), query.fields)) };
+  });
+
+  router.authed('POST', '/:version/:id/messages', 'whatsapp', async ({ params, wabaId, request }) => {
+    const { id } = params as { id: string };
+    const number = ownedNumber(deps, wabaId, id, 'post');
+    const parsed = parseSendRequest(bodyObject(request.body));
+
+    if (parsed.kind === 'read') {
+      const message = state.findMessage(parsed.messageId);
+      if (message === undefined || message.direction !== 'inbound' || message.phoneNumberId !== number.phoneNumberId) {
+        throw new GraphError(100, `Param message_id '${parsed.messageId}' is not a message this number received.`);
+      }
+      return { success: true };
+    }
+
+    if (!deps.limits.takeSend(number)) {
+      throw new GraphError(130429, `This number may send ${throughputCeiling(number, state.behaviour)} messages per second; wait for the next second.`);
+    }
+    const inWindow = state.windowOpen(number.phoneNumberId, parsed.waId);
+    let templateCategory: string | undefined;
+    if (parsed.type === 'template') {
+      const request = parsed.content as Json;
+      const name = String(request.name);
+      const language = String((request.language as Json).code);
+      const template = checkTemplateSend(templates.findByName(wabaId, name, language), {
+        name,
+        language,
+        components: Array.isArray(request.components) ? request.components : undefined,
+      });
+      templateCategory = template.category.toLowerCase();
+    } else if (!inWindow) {
+      throw new GraphError(131047, 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.');
+    }
+
+    const message = state.recordOutbound({
+      phoneNumberId: number.phoneNumberId,
+      waId: parsed.waId,
+      type: parsed.type,
+      inWindow,
+      ...(templateCategory === undefined ? {} : { templateCategory }),
+      ...(state.inFreeEntryPoint(number.phoneNumberId, parsed.waId) ? { freeEntryPoint: true } : {}),
+      ...(parsed.bizOpaqueCallbackData === undefined ? {} : { bizOpaqueCallbackData: parsed.bizOpaqueCallbackData }),
+    });
+    const injected = state.takeFailNextAsync();
+    const problem = mediaProblem(deps, wabaId, parsed.type, parsed.content);
+    if (injected !== undefined) {
+      deps.events.failLater(message, injected.code, injected.details ?? 'Injected by the sandbox control API (fail_next_async).');
+    } else if (problem !== undefined) {
+      deps.events.failLater(message, 131053, problem);
+    } else if (state.behaviour.autoStatus) {
+      deps.events.walk(message);
+    }
+    return {
+      messaging_product: 'whatsapp',
+      contacts: [{ input: parsed.to, wa_id: parsed.waId }],
+      messages: [{ id: message.id, message_status: 'accepted' }],
+    };
+  });
 }
 
 /** The provider's Graph endpoints, registered under `/graph`; every failure uses the Graph envelope. */
 export function graphRoutes(deps: GraphDeps) {
-  const { state } = deps;
-
-  function authenticate(request: FastifyRequest): string {
-    const token = bearerToken(request);
-    if (token === undefined) {
-      throw new GraphError(190, 'An access token is required: send it as "Authorization: Bearer <token>".', {
-        message: 'An active access token must be used to query information about the current user.',
-      });
-    }
-    const wabaId = state.wabaOfToken(token);
-    if (wabaId === undefined) throw new GraphError(190, 'The access token is not one this sandbox issued.', { subcode: 467 });
-    return wabaId;
-  }
-
-  function ownedNumber(wabaId: string, id: string, method: 'get' | 'post'): SandboxNumber {
-    const number = state.numbers.get(id);
-    if (number === undefined || number.wabaId !== wabaId) throw unknownObject(id, method);
-    return number;
-  }
-
   return async function register(app: FastifyInstance): Promise<void> {
-    app.addHook('onRequest', async (request, reply) => {
-      const version = versionOf(request.url);
-      reply.header('facebook-api-version', version ?? 'v24.0');
-      reply.header('x-fb-trace-id', randomBytes(8).toString('base64url'));
-      reply.header('cache-control', 'private, no-cache, no-store, must-revalidate');
-      if (version === undefined) throw new GraphError(100, 'The path must start with a version such as /v24.0/.', { message: 'Unknown path components' });
-    });
-
-    // Latency and injected failures apply to every Graph call, before authentication, so a caller can
-    // rehearse its handling of any of them on whichever call comes next.
-    app.addHook('preHandler', async () => {
-      if (state.behaviour.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, state.behaviour.latencyMs));
-      const failure = state.takeFailNext();
-      if (failure !== undefined) {
-        throw new GraphError(failure.code, failure.details ?? 'Injected by the sandbox control API (fail_next).', failure.httpStatus === undefined ? {} : { status: failure.httpStatus });
-      }
-    });
-
-    app.setErrorHandler((error: FastifyError | GraphError, _request: FastifyRequest, reply: FastifyReply) => {
-      const graphError =
-        error instanceof GraphError
-          ? error
-          : (error.statusCode ?? 500) < 500
-            ? new GraphError(100, error.message)
-            : new GraphError(1, 'An unknown error occurred.', { status: 500, message: 'An unknown error has occurred.' });
-      return reply.status(graphError.status).send(graphErrorBody(graphError));
-    });
-
-    app.setNotFoundHandler((request, reply) => {
-      const error = new GraphError(100, `No endpoint ${request.method} ${request.url} in the sandbox.`, { message: 'Unknown path components' });
-      return reply.status(400).send(graphErrorBody(error));
-    });
-
-    app.get('/:version/oauth/access_token', async (request) => {
-      const query = request.query as Record<string, unknown>;
-      for (const param of ['client_id', 'client_secret', 'code']) {
-        if (typeof query[param] !== 'string' || query[param] === '') throw new GraphError(100, `The parameter ${param} is required.`);
-      }
-      if (query.client_secret !== deps.appSecret) throw new GraphError(1, 'client_secret does not match the app secret.', { message: 'Error validating client secret.' });
-      const { accessToken, number } = state.createConnection();
-      return {
-        access_token: accessToken,
-        token_type: 'bearer',
-        // Sandbox extension: the real provider reports these ids to the browser (Embedded Signup's
-        // session info), which a server-to-server test cannot see. debug_token and
-        // /{waba}/phone_numbers give the same answer the provider's way.
-        sandbox: { waba_id: number.wabaId, phone_number_id: number.phoneNumberId, display_phone_number: number.displayPhoneNumber },
-      };
-    });
-
-    app.get('/:version/debug_token', async (request) => {
-      authenticate(request);
-      const query = request.query as Record<string, unknown>;
-      const inputToken = typeof query.input_token === 'string' ? query.input_token : undefined;
-      if (inputToken === undefined) throw new GraphError(100, 'The parameter input_token is required.');
-      const wabaId = state.wabaOfToken(inputToken);
-      if (wabaId === undefined) return { data: { is_valid: false, error: { code: 190, message: 'Invalid OAuth access token.' } } };
-      const scopes = ['whatsapp_business_management', 'whatsapp_business_messaging'];
-      return {
-        data: {
-          app_id: 'sandbox',
-          type: 'SYSTEM_USER',
-          application: 'Sandbox',
-          is_valid: true,
-          expires_at: 0,
-          scopes,
-          granular_scopes: scopes.map((scope) => ({ scope, target_ids: [wabaId] })),
-        },
-      };
-    });
-
-    app.get('/:version/:id', async (request) => {
-      const wabaId = authenticate(request);
-      const { id } = request.params as { id: string };
-      const query = request.query as Record<string, unknown>;
-      if (id === wabaId) {
-        return pickFields({ id, name: 'Sandbox Business', timezone_id: '1', message_template_namespace: `sandbox_${id}` }, query.fields);
-      }
-      return pickFields(numberNode(ownedNumber(wabaId, id, 'get')), query.fields);
-    });
-
-    app.get('/:version/:id/phone_numbers', async (request) => {
-      const wabaId = authenticate(request);
-      const { id } = request.params as { id: string };
-      if (id !== wabaId) throw unknownObject(id, 'get');
-      const query = request.query as Record<string, unknown>;
-      return { data: state.numbersOfWaba(wabaId).map((number) => pickFields(numberNode(number), query.fields)) };
-    });
-
-    app.post('/:version/:id/messages', async (request) => {
-      const wabaId = authenticate(request);
-      const { id } = request.params as { id: string };
-      const number = ownedNumber(wabaId, id, 'post');
-      const parsed = parseSendRequest(request.body);
-
-      if (parsed.kind === 'read') {
-        const message = state.findMessage(parsed.messageId);
-        if (message === undefined || message.direction !== 'inbound' || message.phoneNumberId !== number.phoneNumberId) {
-          throw new GraphError(100, `Param message_id '${parsed.messageId}' is not a message this number received.`);
-        }
-        return { success: true };
-      }
-
-      const inWindow = state.windowOpen(number.phoneNumberId, parsed.waId);
-      if (!inWindow && parsed.type !== 'template') {
-        throw new GraphError(131047, 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.');
-      }
-      const message = state.recordOutbound({
-        phoneNumberId: number.phoneNumberId,
-        waId: parsed.waId,
-        type: parsed.type,
-        inWindow,
-        ...(parsed.bizOpaqueCallbackData === undefined ? {} : { bizOpaqueCallbackData: parsed.bizOpaqueCallbackData }),
-      });
-      if (state.behaviour.autoStatus) deps.walk(message);
-      return {
-        messaging_product: 'whatsapp',
-        contacts: [{ input: parsed.to, wa_id: parsed.waId }],
-        messages: [{ id: message.id, message_status: 'accepted' }],
-      };
-    });
+    const router = installGraphConventions(app, deps);
+    coreRoutes(router, deps);
+    accountRoutes(router, deps);
+    mediaRoutes(router, deps);
+    templateRoutes(router, deps);
   };
 }

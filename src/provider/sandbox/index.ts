@@ -1,92 +1,89 @@
 /**
  * The sandbox provider: an in-memory stand-in for the provider's Cloud API that the service talks to
- * over real HTTP, exactly as it would to the provider. It owns the Graph endpoints (`/graph/{version}`),
- * the signed webhooks it sends back (inbound messages and the sent → delivered → read walk), and a
- * control API (`/control`) through which tests and people make the simulated world act. It knows
- * nothing of the service: it is mounted by the composition root or run alone by `main.ts`.
+ * over real HTTP, exactly as it would to the provider. It owns the Graph endpoints (`/graph/{version}`:
+ * onboarding, numbers, messages, media, templates, subscriptions), the rate limits and usage headers,
+ * the signed webhooks it sends back (messages, statuses, template, quality, account and coexistence
+ * notifications), and a control API (`/control`) through which tests and people make the simulated
+ * world act. It knows nothing of the service: it is mounted by the composition root or run alone by
+ * `main.ts`, and answers in the provider's shapes inside whatever host it is mounted in.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../lib/clock.ts';
+import { installControlConventions } from './control-http.ts';
 import { controlRoutes } from './control.routes.ts';
+import { createSandboxEvents } from './events.ts';
 import { graphRoutes } from './graph.routes.ts';
-import { createSandboxState, type SandboxMessage, type SandboxNumber } from './state.ts';
-import { createWebhookSender, messagesWebhook, statusObject, type ProviderErrorObject, type StatusName, type WebhookDelivery } from './webhooks.ts';
+import { createLimits } from './limits.ts';
+import { createMediaStore } from './media.ts';
+import { createSandboxState, type TemplateReview } from './state.ts';
+import { createTemplateStore } from './templates.ts';
+import { createWebhookSender, verifyCallback, type WebhookDelivery } from './webhooks.ts';
 
 export interface SandboxProviderOptions {
   clock: Clock;
   /** Signs webhooks and must be presented as `client_secret` when exchanging a code. */
   appSecret: string;
-  /** Where webhooks go; without it they are only recorded (see `GET /control/webhooks`). */
-  webhookUrl?: string;
+  /**
+   * Where webhooks go; without it they are only recorded (see `GET /control/webhooks`). A function is
+   * asked at each delivery, for hosts that learn their own address only once they listen.
+   */
+  webhookUrl?: string | (() => string);
   /** Used by `verifyWebhook()` for the provider's GET subscription handshake. */
   verifyToken?: string;
   /** Walk every accepted message through sent → delivered → read (default true). */
   autoStatus?: boolean;
-  /** Wall-clock delay before each step of the walk; 0 makes tests fast, a second feels real. */
+  /** Wall-clock delay before each step of the walk (and of template reviews); 0 makes tests fast. */
   statusStepMs?: number;
+  /** What happens to new templates: stay PENDING (`manual`, default), or get approved/rejected. */
+  templateReview?: TemplateReview;
+  /** Cap on media bytes kept in memory (default 256 MB); the oldest files are dropped beyond it. */
+  mediaMaxTotalBytes?: number;
+  /**
+   * Merged into the `config` of every sandbox route, for hosts that require declarations on their
+   * routes (e.g. `{ access: { public: true, reason: '...', rateLimit: false } }`).
+   */
+  routeConfig?: Record<string, unknown>;
 }
 
 export function createSandboxProvider(options: SandboxProviderOptions) {
-  const state = createSandboxState(options.clock, options.autoStatus ?? true);
-  const sender = createWebhookSender({ url: options.webhookUrl, appSecret: options.appSecret, clock: options.clock });
-  const stepMs = options.statusStepMs ?? 0;
+  const { clock } = options;
+  const state = createSandboxState(clock, { autoStatus: options.autoStatus ?? true, templateReview: options.templateReview ?? 'manual' });
+  const media = createMediaStore({ clock, newId: state.newNodeId, ...(options.mediaMaxTotalBytes === undefined ? {} : { maxTotalBytes: options.mediaMaxTotalBytes }) });
+  const templates = createTemplateStore({ clock, newId: state.newNodeId });
+  const limits = createLimits({ clock, behaviour: state.behaviour, hasRegisteredNumber: (wabaId) => state.numbersOfWaba(wabaId).some((number) => number.pinEnabled) });
+  const sender = createWebhookSender({ appSecret: options.appSecret, clock });
+  const webhookUrl = (): string | undefined => (typeof options.webhookUrl === 'function' ? options.webhookUrl() : options.webhookUrl);
+  const events = createSandboxEvents({ state, templates, sender, clock, webhookUrl, stepMs: options.statusStepMs ?? 0 });
+  const routeConfig = options.routeConfig ?? {};
 
-  function numberOf(message: SandboxMessage): SandboxNumber {
-    const number = state.numbers.get(message.phoneNumberId);
-    if (number === undefined) throw new Error(`sandbox message ${message.id} belongs to no number`);
-    return number;
-  }
-
-  function deliver(number: SandboxNumber, value: Record<string, unknown>): Promise<WebhookDelivery> {
-    return sender.send(messagesWebhook(number, value));
-  }
-
-  function emitStatus(message: SandboxMessage, status: StatusName, error?: ProviderErrorObject): Promise<WebhookDelivery> {
-    return deliver(numberOf(message), { statuses: [statusObject(message, status, options.clock.now(), error)] });
-  }
-
-  // Each step is queued only after the previous one was attempted, and the first only after a
-  // timer tick, so the send's HTTP response always leaves before its first status webhook.
-  function walk(message: SandboxMessage): void {
-    const steps: StatusName[] = ['sent', 'delivered', 'read'];
-    const next = (): void => {
-      const status = steps.shift();
-      if (status === undefined) return;
-      void emitStatus(message, status).then(() => sender.later(stepMs, next));
-    };
-    sender.later(stepMs, next);
-  }
-
+  // The sandbox's scope gets its own parsers and error answers, so that inside a host application it
+  // still answers as the provider does (Graph) or in its own control envelope, never in the host's.
   async function plugin(app: FastifyInstance): Promise<void> {
-    await app.register(graphRoutes({ state, appSecret: options.appSecret, walk }), { prefix: '/graph' });
-    await app.register(controlRoutes({ state, deliver, emitStatus, deliveries: sender.deliveries }), { prefix: '/control' });
+    installControlConventions(app, 'The Graph API is under /graph/{version}/, the control API under /control/.');
+    await app.register(graphRoutes({ clock, state, media, templates, limits, events, appSecret: options.appSecret, routeConfig }), { prefix: '/graph' });
+    await app.register(controlRoutes({ clock, state, media, templates, events, deliveries: sender.deliveries, routeConfig }), { prefix: '/control' });
   }
 
   return {
     /** Register with `app.register(sandbox.plugin, { prefix: '/sandbox' })`, or at the root when alone. */
     plugin,
     state,
+    media,
+    templates,
     deliveries: sender.deliveries as readonly WebhookDelivery[],
     /** Resolves when every scheduled status step and queued webhook has been attempted. */
     idle: sender.idle,
     /** Cancels scheduled status steps; webhooks already on the wire finish on their own. */
     close: sender.close,
-    /**
-     * The provider's subscription handshake (§4): GET the callback with `hub.*` parameters and expect
-     * the challenge echoed back. Resolves to whether the receiver answered correctly.
-     */
+    /** The provider's subscription handshake (§4) against `webhookUrl`; resolves to whether it succeeded. */
     async verifyWebhook(): Promise<boolean> {
-      if (options.webhookUrl === undefined || options.verifyToken === undefined) return false;
-      const challenge = String(Math.floor(Math.random() * 1e9));
-      const url = new URL(options.webhookUrl);
-      url.searchParams.set('hub.mode', 'subscribe');
-      url.searchParams.set('hub.verify_token', options.verifyToken);
-      url.searchParams.set('hub.challenge', challenge);
-      const response = await fetch(url, { signal: AbortSignal.timeout(5000) });
-      return response.status === 200 && (await response.text()) === challenge;
+      const url = webhookUrl();
+      if (url === undefined || options.verifyToken === undefined) return false;
+      return verifyCallback(url, options.verifyToken);
     },
   };
 }
 
 export type SandboxProvider = ReturnType<typeof createSandboxProvider>;
+export { COEXISTENCE_CODE_PREFIX } from './state.ts';
 export { escapeNonAscii, signatureHeader } from './webhooks.ts';

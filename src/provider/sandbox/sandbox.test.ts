@@ -1,94 +1,9 @@
 import assert from 'node:assert/strict';
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { describe, it, type TestContext } from 'node:test';
-import Fastify from 'fastify';
-import { request } from 'undici';
+import { describe, it } from 'node:test';
 import { HOUR, ManualClock } from '../../lib/clock.ts';
-import { createSandboxProvider, escapeNonAscii } from './index.ts';
-
-const APP_SECRET = 'test-app-secret';
-const USER = '15551234567';
-
-interface Received {
-  raw: Buffer;
-  body: any;
-  signatureValid: boolean;
-}
-
-/** A real loopback webhook receiver that checks the signature over the exact bytes received. */
-async function startReceiver(t: TestContext) {
-  const received: Received[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'GET') {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const ok = url.searchParams.get('hub.mode') === 'subscribe' && url.searchParams.get('hub.verify_token') === 'verify-me';
-      res.writeHead(ok ? 200 : 403).end(ok ? url.searchParams.get('hub.challenge') : '');
-      return;
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const expected = Buffer.from(`sha256=${createHmac('sha256', APP_SECRET).update(raw).digest('hex')}`);
-      const given = Buffer.from(String(req.headers['x-hub-signature-256'] ?? ''));
-      received.push({ raw, body: JSON.parse(raw.toString('utf8')), signatureValid: given.length === expected.length && timingSafeEqual(given, expected) });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/provider/webhook`, received };
-}
-
-async function setup(t: TestContext, options: { autoStatus?: boolean } = {}) {
-  const clock = new ManualClock('2026-03-01T12:00:00Z');
-  const receiver = await startReceiver(t);
-  const sandbox = createSandboxProvider({ clock, appSecret: APP_SECRET, webhookUrl: receiver.url, verifyToken: 'verify-me', ...options });
-  const app = Fastify();
-  await app.register(sandbox.plugin, { prefix: '/sandbox' });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  t.after(async () => {
-    sandbox.close();
-    await app.close();
-  });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/sandbox`;
-
-  async function call(method: 'GET' | 'POST', path: string, body?: unknown, token?: string) {
-    const response = await request(`${base}${path}`, {
-      method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.statusCode, headers: response.headers, body: (await response.body.json()) as any };
-  }
-
-  async function connect() {
-    const exchange = await call('GET', `/graph/v24.0/oauth/access_token?client_id=app&client_secret=${APP_SECRET}&code=any-code`);
-    assert.equal(exchange.status, 200);
-    return { token: exchange.body.access_token as string, phoneNumberId: exchange.body.sandbox.phone_number_id as string, wabaId: exchange.body.sandbox.waba_id as string };
-  }
-
-  const inbound = (body: Record<string, unknown>) => call('POST', '/control/inbound', { from: USER, ...body });
-  const sendText = (token: string, phoneNumberId: string, to = USER) =>
-    call('POST', `/graph/v24.0/${phoneNumberId}/messages`, { messaging_product: 'whatsapp', to, type: 'text', text: { body: 'hello' } }, token);
-
-  return { clock, sandbox, receiver, call, connect, inbound, sendText };
-}
-
-function statusesOf(received: Received[]): { id: string; status: string; errors?: { code: number }[] }[] {
-  return received.flatMap((webhook) => webhook.body.entry[0].changes[0].value.statuses ?? []);
-}
-
-function assertGraphError(response: { status: number; body: any }, status: number, code: number): void {
-  assert.equal(response.status, status);
-  assert.equal(response.body.error.code, code);
-  assert.equal(response.body.error.type, 'OAuthException');
-  assert.match(response.body.error.message, new RegExp(`^\\(#${code}\\) `));
-  assert.equal(typeof response.body.error.error_data.details, 'string');
-  assert.equal(typeof response.body.error.fbtrace_id, 'string');
-}
+import { assertGraphError, setup, statusesOf, USER } from './harness.test.ts';
+import { escapeNonAscii } from './index.ts';
+import { createWebhookSender } from './webhooks.ts';
 
 describe('the sandbox provider: connecting', () => {
   it('exchanging any code creates a number the token can read, found the provider way too', async (t) => {
@@ -258,17 +173,19 @@ describe('the sandbox provider: webhooks', () => {
     assert.equal((await call('POST', '/control/status', { message_id: 'wamid.nope', status: 'sent' })).status, 404);
   });
 
-  it('inbound messages arrive in the provider shapes: image by id, location, button reply, reaction', async (t) => {
+  it('inbound messages arrive in the provider shapes: image, location, button reply, reaction', async (t) => {
     const { connect, inbound, receiver } = await setup(t);
     const { phoneNumberId } = await connect();
-    await inbound({ phone_number_id: phoneNumberId, type: 'image', image: { id: '1234', caption: 'look' } });
+    await inbound({ phone_number_id: phoneNumberId, type: 'image', image: { caption: 'look' } });
     await inbound({ phone_number_id: phoneNumberId, type: 'location', location: { latitude: 52.5, longitude: 13.4, name: 'Berlin' } });
     await inbound({ phone_number_id: phoneNumberId, type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } } });
     await inbound({ phone_number_id: phoneNumberId, type: 'reaction', reaction: { message_id: 'wamid.x', emoji: '❤️' } });
     const messages = receiver.received.map((webhook) => webhook.body.entry[0].changes[0].value.messages[0]);
     assert.deepEqual(messages.map((message) => message.type), ['image', 'location', 'interactive', 'reaction']);
-    assert.equal(messages[0].image.id, '1234');
+    assert.match(messages[0].image.id, /^\d+$/);
     assert.equal(messages[0].image.mime_type, 'image/jpeg');
+    assert.match(messages[0].image.sha256, /^[0-9a-f]{64}$/);
+    assert.equal(messages[0].image.caption, 'look');
     assert.equal(messages[1].location.latitude, 52.5);
     assert.equal(messages[2].interactive.button_reply.id, 'yes');
     assert.equal(messages[3].reaction.emoji, '❤️');
@@ -298,6 +215,14 @@ describe('the sandbox provider: webhooks', () => {
     const bad = await call('POST', '/control/behaviour', { fail_next: { code: 'x' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, 'validation_failed');
+  });
+
+  it('the delivery log keeps only the latest deliveries, so a long run stays bounded', async () => {
+    const sender = createWebhookSender({ appSecret: 'secret', clock: new ManualClock(), logSize: 10 });
+    for (let index = 0; index < 25; index += 1) await sender.send({ index }, { skip: 'recorded only' });
+    assert.ok(sender.deliveries.length <= 11);
+    assert.equal(JSON.parse(sender.deliveries.at(-1)!.body).index, 24);
+    assert.equal(sender.deliveries.at(-1)!.error, 'recorded only');
   });
 
   it('the subscription handshake echoes the challenge', async (t) => {

@@ -25,7 +25,15 @@ const CAPTIONED: readonly string[] = ['image', 'video', 'document'];
 
 export type SendRequest =
   | { kind: 'read'; messageId: string; typing: boolean }
-  | { kind: 'message'; to: string; waId: string; type: MessageType; bizOpaqueCallbackData: string | undefined };
+  | {
+      kind: 'message';
+      to: string;
+      waId: string;
+      type: MessageType;
+      /** The object named by `type` (an array for contacts), already checked. */
+      content: unknown;
+      bizOpaqueCallbackData: string | undefined;
+    };
 
 type Json = Record<string, unknown>;
 
@@ -99,7 +107,14 @@ function validateTypeObject(type: MessageType, object: unknown): void {
       requireString(object, 'name', 'template.', { max: 512 });
       if (!isObject(object.language)) throw required('template.language');
       requireString(object.language, 'code', 'template.language.');
-      if (object.components !== undefined && !Array.isArray(object.components)) throw invalid('template.components', 'must be an array.');
+      if (object.components !== undefined) {
+        if (!Array.isArray(object.components)) throw invalid('template.components', 'must be an array.');
+        object.components.forEach((component: unknown, index) => {
+          if (!isObject(component)) throw invalid(`template.components[${index}]`, 'must be an object.');
+          requireString(component, 'type', `template.components[${index}].`);
+          if (component.parameters !== undefined && !Array.isArray(component.parameters)) throw invalid(`template.components[${index}].parameters`, 'must be an array.');
+        });
+      }
       return;
     }
     case 'location':
@@ -157,5 +172,5 @@ export function parseSendRequest(body: unknown): SendRequest {
   if (body.biz_opaque_callback_data !== undefined) {
     bizOpaqueCallbackData = requireString(body, 'biz_opaque_callback_data', '', { max: 512, allowEmpty: true });
   }
-  return { kind: 'message', to, waId, type: messageType, bizOpaqueCallbackData };
+  return { kind: 'message', to, waId, type: messageType, content: body[messageType], bizOpaqueCallbackData };
 }

@@ -1,8 +1,9 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomInt } from 'node:crypto';
 import { request } from 'undici';
 import type { Clock } from '../../lib/clock.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
 import { graphErrorTitle } from './graph-errors.ts';
-import type { SandboxMessage, SandboxNumber } from './state.ts';
+import { FREE_ENTRY_POINT_MS, type SandboxMessage, type SandboxNumber } from './state.ts';
 
 /**
  * The provider serialises webhooks with every non-ASCII character escaped as a lowercase `\uXXXX`
@@ -36,27 +37,31 @@ export function providerErrorObject(code: number, details: string, title?: strin
   };
 }
 
-/** The `messages` field envelope (§3.1); `value` carries messages, statuses or errors. */
-export function messagesWebhook(number: SandboxNumber, value: Record<string, unknown>): Record<string, unknown> {
+/** Webhook metadata carries the display number as bare digits, unlike the Graph node. */
+export function displayDigits(number: SandboxNumber): string {
+  return number.displayPhoneNumber.replace(/\D/g, '');
+}
+
+/** The `value.messaging_product` and `value.metadata` of the number-scoped fields (§3.1). */
+export function numberMetadata(number: SandboxNumber): Record<string, unknown> {
+  return { messaging_product: 'whatsapp', metadata: { display_phone_number: displayDigits(number), phone_number_id: number.phoneNumberId } };
+}
+
+/**
+ * The envelope of one change (§3.1). Fields other than `messages` carry `entry[].time`; the number-
+ * scoped ones (`messages`, `history`, `smb_message_echoes`, `smb_app_state_sync`) open their value with
+ * the number's metadata, the account-scoped ones put their data directly in `value`.
+ */
+export function webhookEnvelope(wabaId: string, field: string, value: Record<string, unknown>, at?: Date): Record<string, unknown> {
   return {
     object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: number.wabaId,
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              // Webhook metadata carries the display number as bare digits, unlike the Graph node.
-              metadata: { display_phone_number: number.displayPhoneNumber.replace(/\D/g, ''), phone_number_id: number.phoneNumberId },
-              ...value,
-            },
-          },
-        ],
-      },
-    ],
+    entry: [{ id: wabaId, ...(at === undefined || field === 'messages' ? {} : { time: Math.floor(at.getTime() / 1000) }), changes: [{ field, value }] }],
   };
+}
+
+/** The `messages` field envelope (§3.1); `value` carries messages, statuses or errors. */
+export function messagesWebhook(number: SandboxNumber, value: Record<string, unknown>): Record<string, unknown> {
+  return webhookEnvelope(number.wabaId, 'messages', { ...numberMetadata(number), ...value });
 }
 
 export const STATUSES = ['sent', 'delivered', 'read', 'played', 'failed'] as const;
@@ -66,16 +71,32 @@ export function unixSeconds(date: Date): string {
   return String(Math.floor(date.getTime() / 1000));
 }
 
-/** One `statuses[]` entry (§3.3): pricing only on sent and delivered, errors only on failed. */
+/**
+ * Per-message pricing (§9): service messages are free inside the window; utility templates too;
+ * marketing and authentication templates are always charged; everything is free in a free entry
+ * point window opened by an ad referral.
+ */
+function pricingOf(message: SandboxMessage): Record<string, unknown> {
+  if (message.freeEntryPoint) return { billable: false, pricing_model: 'PMP', type: 'free_entry_point', category: 'referral_conversion' };
+  const category = message.templateCategory ?? 'service';
+  const free = message.inWindow && (category === 'service' || category === 'utility');
+  return { billable: !free, pricing_model: 'PMP', type: free ? 'free_customer_service' : 'regular', category };
+}
+
+/**
+ * One `statuses[]` entry (§3.3): pricing only on sent and delivered, errors only on failed. The
+ * `conversation` object is left out, as v24+ does, except in a free entry point conversation.
+ */
 export function statusObject(message: SandboxMessage, status: StatusName, at: Date, error?: ProviderErrorObject): Record<string, unknown> {
-  const pricing =
-    status === 'sent' || status === 'delivered'
+  const priced = status === 'sent' || status === 'delivered';
+  const pricing = priced ? { pricing: pricingOf(message) } : {};
+  const conversation =
+    priced && message.freeEntryPoint
       ? {
-          pricing: {
-            billable: !message.inWindow || message.type === 'template',
-            pricing_model: 'PMP',
-            type: message.inWindow ? 'free_customer_service' : 'regular',
-            category: message.type === 'template' ? 'utility' : 'service',
+          conversation: {
+            id: sha256Hex(message.id).slice(0, 32),
+            expiration_timestamp: unixSeconds(new Date(message.createdAt.getTime() + FREE_ENTRY_POINT_MS)),
+            origin: { type: 'referral_conversion' },
           },
         }
       : {};
@@ -85,6 +106,7 @@ export function statusObject(message: SandboxMessage, status: StatusName, at: Da
     timestamp: unixSeconds(at),
     recipient_id: message.waId,
     ...(message.bizOpaqueCallbackData === undefined ? {} : { biz_opaque_callback_data: message.bizOpaqueCallbackData }),
+    ...conversation,
     ...pricing,
     ...(status === 'failed' ? { errors: [error ?? providerErrorObject(131000, 'Something went wrong.')] } : {}),
   };
@@ -93,34 +115,46 @@ export function statusObject(message: SandboxMessage, status: StatusName, at: Da
 export interface WebhookDelivery {
   body: string;
   signature: string;
-  /** The receiver's HTTP status; undefined when nothing answered (no URL, refused, timed out). */
+  /** Where it was posted; undefined when it was not sent (no URL, or no app subscribed). */
+  url: string | undefined;
+  /** The receiver's HTTP status; undefined when nothing answered (not sent, refused, timed out). */
   status: number | undefined;
   error?: string;
   at: Date;
 }
+
+/** How many of the latest deliveries the log (`GET /control/webhooks`, `sandbox.deliveries`) keeps. */
+export const WEBHOOK_LOG_SIZE = 10_000;
+
+/** Where one webhook goes: a URL, or nowhere and why (recorded all the same). */
+export type WebhookTarget = { url: string } | { skip: string };
 
 /**
  * Posts webhooks one at a time, in the order they were queued. The provider promises no order, but a
  * sandbox that reorders by accident makes tests flaky; disorder is asked for explicitly through the
  * control API instead. Failed deliveries are recorded, not retried.
  */
-export function createWebhookSender(options: { url: string | undefined; appSecret: string; clock: Clock; timeoutMs?: number }) {
+export function createWebhookSender(options: { appSecret: string; clock: Clock; timeoutMs?: number; logSize?: number }) {
   const timeoutMs = options.timeoutMs ?? 5000;
+  const logSize = options.logSize ?? WEBHOOK_LOG_SIZE;
   const deliveries: WebhookDelivery[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let tail: Promise<unknown> = Promise.resolve();
 
-  async function post(payload: unknown): Promise<WebhookDelivery> {
+  async function post(payload: unknown, target: WebhookTarget): Promise<WebhookDelivery> {
     const body = escapeNonAscii(JSON.stringify(payload));
     const signature = signatureHeader(body, options.appSecret);
-    const delivery: WebhookDelivery = { body, signature, status: undefined, at: options.clock.now() };
+    const url = 'url' in target ? target.url : undefined;
+    const delivery: WebhookDelivery = { body, signature, url, status: undefined, at: options.clock.now() };
     deliveries.push(delivery);
-    if (!options.url) {
-      delivery.error = 'no webhook URL is configured';
+    // Trimmed in batches, so that keeping the log bounded costs little per delivery.
+    if (deliveries.length > logSize + logSize / 10) deliveries.splice(0, deliveries.length - logSize);
+    if (url === undefined) {
+      delivery.error = 'skip' in target ? target.skip : 'no webhook URL is configured';
       return delivery;
     }
     try {
-      const response = await request(options.url, {
+      const response = await request(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'user-agent': 'facebookexternalua' },
         body,
@@ -138,8 +172,8 @@ export function createWebhookSender(options: { url: string | undefined; appSecre
   return {
     deliveries,
 
-    send(payload: unknown): Promise<WebhookDelivery> {
-      const run = tail.then(() => post(payload));
+    send(payload: unknown, target: WebhookTarget): Promise<WebhookDelivery> {
+      const run = tail.then(() => post(payload, target));
       tail = run.catch(() => undefined);
       return run;
     },
@@ -171,3 +205,22 @@ export function createWebhookSender(options: { url: string | undefined; appSecre
 }
 
 export type WebhookSender = ReturnType<typeof createWebhookSender>;
+
+/**
+ * The provider's subscription handshake (§4): GET the callback with `hub.*` parameters and expect the
+ * challenge echoed back with HTTP 200. Resolves to whether the receiver answered correctly.
+ */
+export async function verifyCallback(callbackUrl: string, verifyToken: string, timeoutMs = 5000): Promise<boolean> {
+  const challenge = String(randomInt(1, 2 ** 31));
+  const url = new URL(callbackUrl);
+  url.searchParams.set('hub.mode', 'subscribe');
+  url.searchParams.set('hub.verify_token', verifyToken);
+  url.searchParams.set('hub.challenge', challenge);
+  try {
+    const response = await request(url, { method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs, headers: { 'user-agent': 'facebookplatform/1.0' } });
+    const text = await response.body.text();
+    return response.statusCode === 200 && text === challenge;
+  } catch {
+    return false;
+  }
+}

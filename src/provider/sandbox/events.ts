@@ -1,0 +1,112 @@
+import type { Clock } from '../../lib/clock.ts';
+import type { SandboxMessage, SandboxNumber, SandboxState } from './state.ts';
+import type { SandboxTemplate, TemplateEvent, TemplateStatus, TemplateStore } from './templates.ts';
+import {
+  messagesWebhook,
+  numberMetadata,
+  providerErrorObject,
+  statusObject,
+  webhookEnvelope,
+  type ProviderErrorObject,
+  type StatusName,
+  type WebhookDelivery,
+  type WebhookSender,
+  type WebhookTarget,
+} from './webhooks.ts';
+
+/**
+ * Everything the simulated provider tells the service, as signed webhooks: messages and statuses,
+ * the status walk, template, quality and account notifications. A webhook goes out only while an
+ * app is subscribed to the account (§7.3), to its override callback if it set one.
+ */
+export function createSandboxEvents(deps: { state: SandboxState; templates: TemplateStore; sender: WebhookSender; clock: Clock; webhookUrl: () => string | undefined; stepMs: number }) {
+  const { state, sender, clock } = deps;
+
+  function targetFor(wabaId: string): WebhookTarget {
+    const waba = state.wabas.get(wabaId);
+    const subscription = waba === undefined ? undefined : [...waba.subscribedApps.values()][0];
+    if (subscription === undefined) return { skip: `no app is subscribed to account ${wabaId} (POST /{waba_id}/subscribed_apps): not sent` };
+    const url = subscription.overrideCallbackUri ?? deps.webhookUrl();
+    return url === undefined ? { skip: 'no webhook URL is configured' } : { url };
+  }
+
+  function numberOf(message: SandboxMessage): SandboxNumber {
+    const number = state.numbers.get(message.phoneNumberId);
+    if (number === undefined) throw new Error(`sandbox message ${message.id} belongs to no number`);
+    return number;
+  }
+
+  /** One `messages` webhook for the number; resolves once it has been attempted. */
+  function messages(number: SandboxNumber, value: Record<string, unknown>): Promise<WebhookDelivery> {
+    return sender.send(messagesWebhook(number, value), targetFor(number.wabaId));
+  }
+
+  /** A number-scoped field other than `messages` (history, echoes, state sync). */
+  function numberField(number: SandboxNumber, field: string, value: Record<string, unknown>): Promise<WebhookDelivery> {
+    return sender.send(webhookEnvelope(number.wabaId, field, { ...numberMetadata(number), ...value }, clock.now()), targetFor(number.wabaId));
+  }
+
+  /** An account-scoped field: the data sits directly in `value`. */
+  function accountField(wabaId: string, field: string, value: Record<string, unknown>): Promise<WebhookDelivery> {
+    return sender.send(webhookEnvelope(wabaId, field, value, clock.now()), targetFor(wabaId));
+  }
+
+  function emitStatus(message: SandboxMessage, status: StatusName, error?: ProviderErrorObject): Promise<WebhookDelivery> {
+    return messages(numberOf(message), { statuses: [statusObject(message, status, clock.now(), error)] });
+  }
+
+  // Each step is queued only after the previous one was attempted, and the first only after a
+  // timer tick, so the send's HTTP response always leaves before its first status webhook.
+  function walk(message: SandboxMessage): void {
+    const steps: StatusName[] = ['sent', 'delivered', 'read'];
+    const next = (): void => {
+      const status = steps.shift();
+      if (status === undefined) return;
+      void emitStatus(message, status).then(() => sender.later(deps.stepMs, next));
+    };
+    sender.later(deps.stepMs, next);
+  }
+
+  /** The asynchronous failure path (§8.3): the send was answered 200, then a `failed` status arrives. */
+  function failLater(message: SandboxMessage, code: number, details: string): void {
+    sender.later(deps.stepMs, () => void emitStatus(message, 'failed', providerErrorObject(code, details)));
+  }
+
+  /** Applies a template event and notifies it; FLAGGED and LOCKED notify without changing the status. */
+  function templateStatus(template: SandboxTemplate, event: TemplateEvent, reason: string | null): Promise<WebhookDelivery> {
+    const previous = template.status;
+    const next: TemplateStatus | undefined =
+      event === 'REINSTATED' || event === 'UNARCHIVED' ? 'APPROVED' : event === 'FLAGGED' || event === 'LOCKED' ? undefined : event;
+    if (next !== undefined) template.status = next;
+    template.reason = reason;
+    if (next === 'DELETED') deps.templates.remove(template.id);
+    const now = clock.now();
+    const value: Record<string, unknown> = {
+      event,
+      message_template_id: Number(template.id),
+      message_template_name: template.name,
+      message_template_language: template.language,
+      reason,
+      message_template_category: template.category,
+      ...(event === 'PAUSED' ? { other_info: { title: 'FIRST_PAUSE', description: 'Paused because of low quality feedback from users.' } } : {}),
+      ...(previous === 'PAUSED' && next === 'APPROVED' ? { other_info: { title: 'UNPAUSE', description: 'The template is no longer paused.' } } : {}),
+      ...(event === 'DISABLED' ? { disable_info: { disable_date: Math.floor(now.getTime() / 1000) } } : {}),
+      ...(event === 'REJECTED' ? { rejection_info: { reason: reason ?? 'INVALID_FORMAT', recommendation: 'Review the template guidelines and submit a corrected template.' } } : {}),
+    };
+    return accountField(template.wabaId, 'message_template_status_update', value);
+  }
+
+  /** The provider's review of a new template when `behaviour.template_review` is not manual. */
+  function review(template: SandboxTemplate): void {
+    const decision = state.behaviour.templateReview;
+    if (decision === 'manual') return;
+    sender.later(deps.stepMs, () => {
+      if (template.status !== 'PENDING') return;
+      void templateStatus(template, decision === 'approve' ? 'APPROVED' : 'REJECTED', decision === 'approve' ? null : 'INVALID_FORMAT');
+    });
+  }
+
+  return { messages, numberField, accountField, emitStatus, walk, failLater, templateStatus, review };
+}
+
+export type SandboxEvents = ReturnType<typeof createSandboxEvents>;

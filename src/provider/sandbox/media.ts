@@ -1,0 +1,172 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { DAY, MINUTE, type Clock } from '../../lib/clock.ts';
+import { constantTimeEqual, sha256Hex } from '../../lib/crypto.ts';
+
+export const MEDIA_KINDS = ['image', 'video', 'audio', 'document', 'sticker'] as const;
+export type MediaKind = (typeof MEDIA_KINDS)[number];
+
+/**
+ * Accepted MIME types and maximum sizes per kind (§5), in decimal bytes as the provider counts them.
+ * `audio/ogg` is accepted with or without `; codecs=opus` (the provider takes only OPUS in it).
+ */
+export const MEDIA_LIMITS: Readonly<Record<MediaKind, { mimeTypes: readonly string[]; maxBytes: number }>> = {
+  image: { mimeTypes: ['image/jpeg', 'image/png'], maxBytes: 5_000_000 },
+  video: { mimeTypes: ['video/mp4', 'video/3gpp'], maxBytes: 16_000_000 },
+  audio: { mimeTypes: ['audio/aac', 'audio/amr', 'audio/mpeg', 'audio/mp4', 'audio/ogg'], maxBytes: 16_000_000 },
+  document: {
+    mimeTypes: [
+      'text/plain',
+      'application/pdf',
+      'application/msword',
+      'application/vnd.ms-excel',
+      'application/vnd.ms-powerpoint',
+      'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+      'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+    ],
+    maxBytes: 100_000_000,
+  },
+  sticker: { mimeTypes: ['image/webp'], maxBytes: 500_000 },
+};
+
+/** The largest file any kind accepts: the upload route's body limit is this plus multipart overhead. */
+export const LARGEST_MEDIA_BYTES = Math.max(...Object.values(MEDIA_LIMITS).map((limit) => limit.maxBytes));
+
+/** Download URLs from `GET /{media_id}` work for 5 minutes (§5). */
+export const MEDIA_URL_TTL_MS = 5 * MINUTE;
+/** Uploaded media ids live 30 days; ids received in webhooks 7 days (§5). */
+export const UPLOADED_MEDIA_TTL_MS = 30 * DAY;
+export const RECEIVED_MEDIA_TTL_MS = 7 * DAY;
+/** Default cap on the bytes the sandbox keeps in memory; the oldest media are dropped beyond it. */
+export const DEFAULT_MEDIA_MAX_TOTAL_BYTES = 256_000_000;
+
+/** The MIME type without parameters, lower case: `Audio/OGG; codecs=opus` → `audio/ogg`. */
+export function baseMimeType(mimeType: string): string {
+  return (mimeType.split(';')[0] ?? '').trim().toLowerCase();
+}
+
+/** The kind a MIME type belongs to; `image/webp` is a sticker, as the provider classifies it. */
+export function mediaKindOf(mimeType: string): MediaKind | undefined {
+  const base = baseMimeType(mimeType);
+  return MEDIA_KINDS.find((kind) => MEDIA_LIMITS[kind].mimeTypes.includes(base));
+}
+
+export interface SandboxMedia {
+  id: string;
+  wabaId: string;
+  /** The number that uploaded it, or that received it from a user. */
+  phoneNumberId: string;
+  mimeType: string;
+  bytes: Buffer;
+  sha256: string;
+  filename: string | undefined;
+  origin: 'uploaded' | 'received';
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/**
+ * Small stand-in files for media a simulated user sends without providing bytes. They start with
+ * their format's signature, so content sniffers agree with the MIME type; they are not playable.
+ */
+const PLACEHOLDER_SIGNATURES: Readonly<Record<MediaKind, Buffer>> = {
+  image: Buffer.from([0xff, 0xd8, 0xff, 0xe0]),
+  video: Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypmp42')]),
+  audio: Buffer.from('OggS'),
+  document: Buffer.from('%PDF-1.4\n'),
+  sticker: Buffer.concat([Buffer.from('RIFF'), Buffer.from([0x1a, 0, 0, 0]), Buffer.from('WEBPVP8 ')]),
+};
+
+export const PLACEHOLDER_MIME_TYPES: Readonly<Record<MediaKind, string>> = {
+  image: 'image/jpeg',
+  video: 'video/mp4',
+  audio: 'audio/ogg; codecs=opus',
+  document: 'application/pdf',
+  sticker: 'image/webp',
+};
+
+export function placeholderBytes(kind: MediaKind): Buffer {
+  return Buffer.concat([PLACEHOLDER_SIGNATURES[kind], Buffer.from(`sandbox placeholder ${kind}\n`)]);
+}
+
+/** In-memory media with a cap on total bytes; download URLs are signed so they need no storage. */
+export function createMediaStore(options: { clock: Clock; newId: () => string; maxTotalBytes?: number }) {
+  const maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MEDIA_MAX_TOTAL_BYTES;
+  // Insertion order is creation order, so the first entries are the ones to drop when full.
+  const media = new Map<string, SandboxMedia>();
+  const urlKey = randomBytes(32);
+  let totalBytes = 0;
+
+  function remove(id: string): boolean {
+    const found = media.get(id);
+    if (found === undefined) return false;
+    media.delete(id);
+    totalBytes -= found.bytes.length;
+    return true;
+  }
+
+  function signature(id: string, expiresAtSeconds: number): string {
+    return createHmac('sha256', urlKey).update(`${id}.${expiresAtSeconds}`).digest('base64url');
+  }
+
+  return {
+    get totalBytes(): number {
+      return totalBytes;
+    },
+    maxTotalBytes,
+
+    /** Stores a file; the oldest files are dropped to stay under the cap, as expiry would drop them. */
+    put(fields: { wabaId: string; phoneNumberId: string; mimeType: string; bytes: Buffer; filename?: string | undefined; origin: SandboxMedia['origin'] }): SandboxMedia | undefined {
+      if (fields.bytes.length > maxTotalBytes) return undefined;
+      for (const id of media.keys()) {
+        if (totalBytes + fields.bytes.length <= maxTotalBytes) break;
+        remove(id);
+      }
+      const now = options.clock.now();
+      const stored: SandboxMedia = {
+        id: options.newId(),
+        wabaId: fields.wabaId,
+        phoneNumberId: fields.phoneNumberId,
+        mimeType: fields.mimeType,
+        bytes: fields.bytes,
+        sha256: sha256Hex(fields.bytes),
+        filename: fields.filename,
+        origin: fields.origin,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + (fields.origin === 'uploaded' ? UPLOADED_MEDIA_TTL_MS : RECEIVED_MEDIA_TTL_MS)),
+      };
+      media.set(stored.id, stored);
+      totalBytes += stored.bytes.length;
+      return stored;
+    },
+
+    /** The media, unless it never existed, was deleted or has expired (then it is dropped). */
+    find(id: string): SandboxMedia | undefined {
+      const found = media.get(id);
+      if (found === undefined) return undefined;
+      if (found.expiresAt.getTime() <= options.clock.now().getTime()) {
+        remove(id);
+        return undefined;
+      }
+      return found;
+    },
+
+    remove,
+
+    /** Query parameters of a download URL valid for `MEDIA_URL_TTL_MS` from now. */
+    signDownload(id: string): { mid: string; ext: string; hash: string } {
+      const expiresAtSeconds = Math.floor((options.clock.now().getTime() + MEDIA_URL_TTL_MS) / 1000);
+      return { mid: id, ext: String(expiresAtSeconds), hash: signature(id, expiresAtSeconds) };
+    },
+
+    /** Whether download parameters are authentic and not yet expired. */
+    verifyDownload(query: { mid?: unknown; ext?: unknown; hash?: unknown }): 'valid' | 'invalid' | 'expired' {
+      if (typeof query.mid !== 'string' || typeof query.ext !== 'string' || typeof query.hash !== 'string' || !/^\d+$/.test(query.ext)) return 'invalid';
+      const expiresAtSeconds = Number(query.ext);
+      if (!constantTimeEqual(query.hash, signature(query.mid, expiresAtSeconds))) return 'invalid';
+      return options.clock.now().getTime() < expiresAtSeconds * 1000 ? 'valid' : 'expired';
+    },
+  };
+}
+
+export type MediaStore = ReturnType<typeof createMediaStore>;
