@@ -1,22 +1,24 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import Fastify from 'fastify';
 import { request } from 'undici';
 import { ManualClock } from '../../lib/clock.ts';
-import { createSandboxProvider } from '../sandbox/index.ts';
+import { createSandboxProvider, type SandboxProviderOptions } from '../sandbox/index.ts';
 import { ProviderError, providerErrorToAppError, type ProviderCredentials } from '../provider.ts';
 import { createCloudProvider, type CloudProviderOptions } from './cloud-adapter.ts';
 import { retryAfterSeconds } from './graph-errors.ts';
+import { parseProviderWebhook } from './webhook-parser.ts';
+import { verifyProviderSignature } from './webhook-signature.ts';
 
 const APP_SECRET = 'test-app-secret';
 const USER = '15551234567';
 
 /** The sandbox on a loopback port, and the adapter pointed at it over real HTTP. */
-async function setup(t: TestContext, overrides: Partial<CloudProviderOptions> = {}) {
-  const sandbox = createSandboxProvider({ clock: new ManualClock('2026-03-01T12:00:00Z'), appSecret: APP_SECRET, autoStatus: false });
+async function setup(t: TestContext, overrides: Partial<CloudProviderOptions> = {}, sandboxOptions: Partial<SandboxProviderOptions> = {}) {
+  const sandbox = createSandboxProvider({ clock: new ManualClock('2026-03-01T12:00:00Z'), appSecret: APP_SECRET, autoStatus: false, ...sandboxOptions });
   const app = Fastify();
   await app.register(sandbox.plugin, { prefix: '/sandbox' });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -34,8 +36,9 @@ async function setup(t: TestContext, overrides: Partial<CloudProviderOptions> = 
     return response.body.json();
   }
 
-  async function connect(): Promise<ProviderCredentials> {
-    const exchanged = await provider.exchangeCode('signup-code');
+  /** Embedded Signup's code exchange; a code starting with `coexistence` onboards a business-app number. */
+  async function connect(code = 'signup-code'): Promise<ProviderCredentials> {
+    const exchanged = await provider.exchangeCode(code);
     assert.ok(exchanged.wabaId !== undefined && exchanged.phoneNumberId !== undefined);
     return { accessToken: exchanged.accessToken, wabaId: exchanged.wabaId, phoneNumberId: exchanged.phoneNumberId };
   }
@@ -97,7 +100,7 @@ describe('the cloud adapter against the sandbox: happy path', () => {
   it('a template is accepted outside the window', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const sent = await provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US', bodyParameters: ['Ada'] });
+    const sent = await provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US' });
     assert.match(sent.providerMessageId, /^wamid\./);
   });
 
@@ -221,12 +224,351 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
     assert.equal(error.retryable, false);
   });
 
-  it('subscribing the app is refused by the sandbox, which does not implement subscribed_apps yet', async (t) => {
+  it('a template the account does not have is rejected with 132001', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.subscribeApp(credentials));
+    const error = await rejection(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'no_such_template', language: 'en_US' }));
+    assert.equal(error.category, 'rejected');
+    assert.equal(error.code, 132001);
+  });
+});
+
+async function readAll(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
+/** The last webhook the sandbox produced (sent or only recorded), as the parser reads it. */
+function lastWebhook(sandbox: { deliveries: readonly { body: string; signature: string }[] }) {
+  const delivery = sandbox.deliveries.at(-1);
+  assert.ok(delivery, 'the sandbox sent no webhook');
+  assert.equal(verifyProviderSignature(Buffer.from(delivery.body), delivery.signature, APP_SECRET), true);
+  return parseProviderWebhook(JSON.parse(delivery.body));
+}
+
+describe('the cloud adapter against the sandbox: onboarding', () => {
+  it('subscribing and unsubscribing the app change the account subscription', async (t) => {
+    const { provider, sandbox, connect } = await setup(t);
+    const credentials = await connect();
+    await provider.subscribeApp(credentials);
+    assert.equal(sandbox.state.wabas.get(credentials.wabaId)?.subscribedApps.size, 1);
+    await provider.unsubscribeApp(credentials);
+    assert.equal(sandbox.state.wabas.get(credentials.wabaId)?.subscribedApps.size, 0);
+  });
+
+  it('a Cloud API number registers with a six-digit PIN and reads as not on the business app', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    await provider.registerNumber(credentials, '246810');
+    const info = await provider.getPhoneNumber(credentials);
+    assert.equal(info.isOnBizApp, false);
+    assert.equal(info.platformType, 'CLOUD_API');
+  });
+
+  it('the exchange lists the account numbers', async (t) => {
+    const { provider } = await setup(t);
+    const exchanged = await provider.exchangeCode('signup-code');
+    assert.deepEqual(exchanged.phoneNumberIds, [exchanged.phoneNumberId]);
+  });
+
+  it('a coexistence number reads as on the business app, and registering it is refused', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect('coexistence-code');
+    assert.equal((await provider.getPhoneNumber(credentials)).isOnBizApp, true);
+    const error = await rejection(provider.registerNumber(credentials, '246810'));
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 100);
+  });
+
+  it('a coexistence number can ask once each for its history and contacts', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect('coexistence-code');
+    const history = await provider.requestHistorySync(credentials, 'history');
+    const contacts = await provider.requestHistorySync(credentials, 'contacts');
+    assert.equal(typeof history.requestId, 'string');
+    assert.notEqual(history.requestId, contacts.requestId);
+    const again = await rejection(provider.requestHistorySync(credentials, 'history'));
+    assert.equal(again.code, 2593107);
+    assert.equal(again.retryable, false);
+  });
+
+  it('a Cloud API number cannot ask for a history sync', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    const error = await rejection(provider.requestHistorySync(credentials, 'history'));
+    assert.equal(error.category, 'rejected');
+  });
+});
+
+describe('the cloud adapter against the sandbox: media', () => {
+  it('uploaded media is described, downloaded byte for byte, sent by id, and deleted', async (t) => {
+    const { provider, connect, userWrites } = await setup(t);
+    const credentials = await connect();
+    const bytes = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(200_000, 3)]);
+    const { providerMediaId } = await provider.uploadMedia(credentials, { bytes, mimeType: 'image/jpeg', filename: 'photo.jpg' });
+
+    const info = await provider.getMedia(credentials, providerMediaId);
+    assert.equal(info.providerMediaId, providerMediaId);
+    assert.equal(info.mimeType, 'image/jpeg');
+    assert.equal(info.fileSize, bytes.length);
+    assert.equal(info.sha256, createHash('sha256').update(bytes).digest('hex'));
+
+    const media = await provider.downloadMedia(credentials, providerMediaId);
+    assert.equal(media.mimeType, 'image/jpeg');
+    assert.equal(media.size, bytes.length);
+    assert.deepEqual(await readAll(media.stream), bytes);
+
+    await userWrites(credentials);
+    const sent = await provider.sendMessage(credentials, { to: USER, type: 'image', media: { id: providerMediaId }, caption: 'here' });
+    assert.match(sent.providerMessageId, /^wamid\./);
+
+    await provider.deleteMedia(credentials, providerMediaId);
+    const gone = await rejection(provider.getMedia(credentials, providerMediaId));
+    assert.equal(gone.category, 'rejected');
+    assert.equal(gone.code, 100);
+  });
+
+  it('a download over maxBytes is refused from the provider size before any byte is read', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    const { providerMediaId } = await provider.uploadMedia(credentials, { bytes: Buffer.alloc(50_000, 1), mimeType: 'application/pdf' });
+    const error = await rejection(provider.downloadMedia(credentials, providerMediaId, { maxBytes: 10_000 }));
+    assert.equal(error.category, 'rejected');
+  });
+
+  it('a type the provider does not take is rejected with 131053', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    const error = await rejection(provider.uploadMedia(credentials, { bytes: Buffer.from('MZ'), mimeType: 'application/x-msdownload' }));
+    assert.equal(error.category, 'rejected');
+    assert.equal(error.code, 131053);
+  });
+
+  it('media of another account cannot be read', async (t) => {
+    const { provider, connect } = await setup(t);
+    const owner = await connect('first-code');
+    const stranger = await connect('second-code');
+    const { providerMediaId } = await provider.uploadMedia(owner, { bytes: Buffer.from('hello'), mimeType: 'text/plain' });
+    const error = await rejection(provider.getMedia(stranger, providerMediaId));
+    assert.equal(error.code, 100);
+  });
+});
+
+describe('the cloud adapter against the sandbox: templates', () => {
+  const orderUpdate = {
+    name: 'order_update',
+    language: 'en_US',
+    category: 'utility' as const,
+    components: [
+      { type: 'header' as const, format: 'text' as const, text: 'Order {{1}}', example: '#42' },
+      { type: 'body' as const, text: 'Hi {{1}}, your order of {{2}} ships on {{3}}.', examples: ['Ada', '€12.34', 'March 3'] },
+      { type: 'footer' as const, text: 'Reply STOP to opt out' },
+      { type: 'buttons' as const, buttons: [{ type: 'quick_reply' as const, text: 'Stop' }, { type: 'url' as const, text: 'Track', url: 'https://example.com/t/{{1}}', example: 'https://example.com/t/42' }] },
+    ],
+  };
+
+  it('a new template is pending, lists in domain words next to hello_world, and round-trips its components', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    const created = await provider.createTemplate(credentials, orderUpdate);
+    assert.equal(created.status, 'pending');
+    assert.equal(created.category, 'utility');
+    const templates = await provider.listTemplates(credentials);
+    assert.deepEqual(templates.map((template) => [template.name, template.status]).sort(), [['hello_world', 'approved'], ['order_update', 'pending']]);
+    const listed = templates.find((template) => template.providerTemplateId === created.providerTemplateId);
+    assert.deepEqual(listed?.components, orderUpdate.components);
+    assert.equal(listed?.parameterFormat, 'positional');
+  });
+
+  it('listing walks every page of an account with more templates than a page holds', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    for (let index = 0; index < 105; index += 1) {
+      await provider.createTemplate(credentials, { name: `bulk_${index}`, language: 'en_US', category: 'marketing', components: [{ type: 'body', text: `Offer ${index}` }] });
+    }
+    const templates = await provider.listTemplates(credentials);
+    assert.equal(templates.length, 106);
+    assert.equal(new Set(templates.map((template) => template.providerTemplateId)).size, 106);
+  });
+
+  it('an approved template is sent with header, body (text, currency, date) and button parameters', async (t) => {
+    const { provider, sandbox, connect } = await setup(t, {}, { templateReview: 'approve' });
+    const credentials = await connect();
+    await provider.createTemplate(credentials, orderUpdate);
+    await sandbox.idle();
+    const [template] = (await provider.listTemplates(credentials)).filter((candidate) => candidate.name === 'order_update');
+    assert.equal(template?.status, 'approved');
+    const sent = await provider.sendMessage(credentials, {
+      to: USER,
+      type: 'template',
+      name: 'order_update',
+      language: 'en_US',
+      headerParameter: { type: 'text', text: '#42' },
+      bodyParameters: [
+        { type: 'text', text: 'Ada' },
+        { type: 'currency', fallback: '€12.34', currencyCode: 'EUR', amount1000: 12_340 },
+        { type: 'date_time', fallback: 'March 3' },
+      ],
+      buttonParameters: [{ type: 'url', index: 1, urlSuffix: '42' }],
+    });
+    assert.match(sent.providerMessageId, /^wamid\./);
+  });
+
+  it('named parameters are accepted for a named template', async (t) => {
+    const { provider, sandbox, connect } = await setup(t, {}, { templateReview: 'approve' });
+    const credentials = await connect();
+    await provider.createTemplate(credentials, {
+      name: 'welcome_named',
+      language: 'en_US',
+      category: 'marketing',
+      parameterFormat: 'named',
+      components: [
+        { type: 'header', format: 'text', text: 'Hello {{first_name}}', example: 'Ada' },
+        { type: 'body', text: 'Your code is {{code}}, {{first_name}}.', examples: { code: '1234', first_name: 'Ada' } },
+      ],
+    });
+    await sandbox.idle();
+    const sent = await provider.sendMessage(credentials, {
+      to: USER,
+      type: 'template',
+      name: 'welcome_named',
+      language: 'en_US',
+      headerParameter: { type: 'text', text: 'Ada', name: 'first_name' },
+      bodyParameters: [
+        { type: 'text', text: '1234', name: 'code' },
+        { type: 'text', text: 'Ada', name: 'first_name' },
+      ],
+    });
+    assert.match(sent.providerMessageId, /^wamid\./);
+  });
+
+  it('a pending template cannot be sent yet, and a wrong parameter count is rejected with 132000', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    await provider.createTemplate(credentials, orderUpdate);
+    const pending = await rejection(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'order_update', language: 'en_US' }));
+    assert.equal(pending.code, 132001);
+    const count = await rejection(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US', bodyParameters: [{ type: 'text', text: 'x' }] }));
+    assert.equal(count.code, 132000);
+  });
+
+  it('the status webhook of a reviewed template parses to a template_status update in domain words', async (t) => {
+    const { provider, sandbox, connect, control } = await setup(t);
+    const credentials = await connect();
+    const created = await provider.createTemplate(credentials, orderUpdate);
+    await control('/template-status', { template_id: created.providerTemplateId, status: 'REJECTED', reason: 'INCORRECT_CATEGORY' });
+    const [update] = lastWebhook(sandbox);
+    assert.equal(update?.kind, 'template_status');
+    assert.ok(update?.kind === 'template_status');
+    assert.equal(update.providerTemplateId, created.providerTemplateId);
+    assert.equal(update.status, 'rejected');
+    assert.equal(update.reason, 'INCORRECT_CATEGORY');
+    const [listed] = await provider.listTemplates(credentials).then((all) => all.filter((template) => template.name === 'order_update'));
+    assert.equal(listed?.status, 'rejected');
+  });
+
+  it('deleting by name removes the template; deleting an unknown one is rejected', async (t) => {
+    const { provider, connect } = await setup(t);
+    const credentials = await connect();
+    const created = await provider.createTemplate(credentials, orderUpdate);
+    await provider.deleteTemplate(credentials, { name: 'order_update', providerTemplateId: created.providerTemplateId });
+    assert.deepEqual((await provider.listTemplates(credentials)).map((template) => template.name), ['hello_world']);
+    const error = await rejection(provider.deleteTemplate(credentials, { name: 'order_update' }));
+    assert.equal(error.category, 'rejected');
+  });
+});
+
+describe('the cloud adapter against the sandbox: rich messages', () => {
+  it('reply buttons, a list and a contact card are accepted inside the window', async (t) => {
+    const { provider, connect, userWrites } = await setup(t);
+    const credentials = await connect();
+    const inbound = await userWrites(credentials);
+    const buttons = await provider.sendMessage(credentials, {
+      to: USER,
+      type: 'interactive',
+      replyTo: inbound,
+      interactive: { kind: 'buttons', header: { type: 'text', text: 'Your order' }, body: 'Change or cancel?', footer: 'Reply within a day', buttons: [{ id: 'change', title: 'Change' }, { id: 'cancel', title: 'Cancel' }] },
+    });
+    const list = await provider.sendMessage(credentials, {
+      to: USER,
+      type: 'interactive',
+      interactive: { kind: 'list', body: 'Pick a shipping option', buttonLabel: 'Options', sections: [{ title: 'Speed', rows: [{ id: 'express', title: 'Express', description: 'Next day' }] }] },
+    });
+    const card = await provider.sendMessage(credentials, {
+      to: USER,
+      type: 'contacts',
+      contacts: [{ name: { formattedName: 'Support desk' }, phones: [{ phone: '+15550783881', type: 'work' }] }],
+    });
+    for (const sent of [buttons, list, card]) assert.match(sent.providerMessageId, /^wamid\./);
+  });
+});
+
+describe('the sandbox webhooks through the parser', () => {
+  it('an inbound message, its status walk and the signature all read back in domain words', async (t) => {
+    const { provider, sandbox, connect, userWrites, control } = await setup(t);
+    const credentials = await connect();
+    const inbound = await userWrites(credentials);
+    const [message] = lastWebhook(sandbox);
+    assert.equal(message?.kind, 'message');
+    assert.ok(message?.kind === 'message');
+    assert.equal(message.providerMessageId, inbound);
+    assert.equal(message.from, USER);
+    assert.deepEqual(message.body.content, { body: 'hi' });
+    assert.equal(message.number.phoneNumberId, credentials.phoneNumberId);
+
+    const sent = await provider.sendMessage(credentials, { to: USER, type: 'text', text: 'hello', callbackData: 'order-1' });
+    await control('/status', { message_id: sent.providerMessageId, status: 'failed', error: { code: 131026, details: 'Receiver is incapable of receiving this message' } });
+    const [status] = lastWebhook(sandbox);
+    assert.ok(status?.kind === 'status');
+    assert.equal(status.status, 'failed');
+    assert.equal(status.callbackData, 'order-1');
+    assert.equal(status.errors[0]?.code, 131026);
+  });
+
+  it('coexistence echoes, history, contact syncs and account updates parse without a malformed part', async (t) => {
+    const { sandbox, connect, control } = await setup(t);
+    const credentials = await connect('coexistence-code');
+    await control('/echo', { phone_number_id: credentials.phoneNumberId, to: USER, type: 'text', text: 'sent from the app' });
+    const [echo] = lastWebhook(sandbox);
+    assert.ok(echo?.kind === 'echo');
+    assert.equal(echo.to, USER);
+    assert.equal(echo.body.type, 'text');
+
+    await control('/history', {
+      phone_number_id: credentials.phoneNumberId,
+      phase: 1,
+      chunk_order: 2,
+      progress: 100,
+      threads: [{ user: USER, messages: [{ direction: 'inbound', text: 'old question' }, { direction: 'outbound', text: 'old answer', status: 'READ' }] }],
+    });
+    const [history] = lastWebhook(sandbox);
+    assert.ok(history?.kind === 'history');
+    assert.equal(history.progress, 100);
+    assert.deepEqual(history.threads[0]?.messages.map((message) => message.direction), ['inbound', 'outbound']);
+
+    await control('/state-sync', { phone_number_id: credentials.phoneNumberId, contacts: [{ phone_number: USER, full_name: 'Ada' }] });
+    const [sync] = lastWebhook(sandbox);
+    assert.ok(sync?.kind === 'unhandled');
+    assert.equal(sync.reason, 'unprocessed_field');
+    assert.equal(sync.field, 'smb_app_state_sync');
+
+    await control('/limit-tier', { phone_number_id: credentials.phoneNumberId, tier: 'TIER_2K' });
+    const [quality] = lastWebhook(sandbox);
+    assert.ok(quality?.kind === 'number_quality');
+    assert.equal(quality.maxDailyLimit, 'TIER_2K');
+    assert.equal(quality.oldLimit, 'TIER_250');
+
+    await control('/account-update', { waba_id: credentials.wabaId, event: 'PARTNER_REMOVED' });
+    const [account] = lastWebhook(sandbox);
+    assert.ok(account?.kind === 'account');
+    assert.equal(account.event, 'PARTNER_REMOVED');
+    assert.equal(account.wabaId, credentials.wabaId);
+
+    for (const delivery of sandbox.deliveries) {
+      const malformed = parseProviderWebhook(JSON.parse(delivery.body)).filter((update) => update.kind === 'unhandled' && update.reason === 'malformed');
+      assert.deepEqual(malformed, [], delivery.body);
+    }
   });
 });
 

@@ -1,4 +1,5 @@
 import { ProviderError, type ProviderErrorCategory } from '../provider.ts';
+import { asObject, asString } from './json.ts';
 
 /**
  * How the provider's Graph error codes map onto the port's categories, retry classes and waits
@@ -35,16 +36,8 @@ export interface GraphErrorFields {
   traceId: string | undefined;
 }
 
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
-
 function asInteger(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) ? value : undefined;
-}
-
-function asString(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 /** Reads the `{ error: { code, error_subcode, message, error_data.details, fbtrace_id } }` envelope (§8.2). */
