@@ -31,16 +31,14 @@ export async function signUp(server: TestServer, overrides: { email?: string; or
   };
 }
 
-export async function createConnection(server: TestServer, organizationId: string, options: { test?: boolean; coexistence?: boolean } = {}) {
-  return server.app.services.connections.createRecord(server.app.store.db, {
-    organizationId,
-    test: options.test ?? false,
-    coexistence: options.coexistence ?? false,
-    name: 'Support line',
-    phoneNumberId: String(100000000000000 + Math.floor(Math.random() * 1e9)),
-    wabaId: String(200000000000000 + Math.floor(Math.random() * 1e9)),
-    displayPhoneNumber: '+1 555 0100',
+/** Connects a sandbox number through the API, as a user would: any code works, and `coexistence…` makes a coexistence number. */
+export async function createConnection(server: TestServer, owner: { token: string }, options: { test?: boolean; coexistence?: boolean; name?: string } = {}) {
+  const response = await server.request('POST', '/v1/connections', {
+    token: owner.token,
+    body: { code: `${options.coexistence ? 'coexistence' : 'code'}-${randomBytes(4).toString('hex')}`, test: options.test ?? false, coexistence: options.coexistence ?? false, name: options.name ?? 'Support line' },
   });
+  assert.equal(response.status, 201, response.text);
+  return response.body;
 }
 
 export async function createKey(

@@ -42,7 +42,7 @@ describe('security on every route', () => {
   });
 
   it('every route limited to some credential kinds refuses the others', async () => {
-    const connection = await createConnection(server, owner.organizationId);
+    const connection = await createConnection(server, owner);
     const credentials = {
       organization_key: (await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['keys:write', 'connections:read'] })).key,
       connection_key: (await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: connection.id })).key,
@@ -141,7 +141,7 @@ describe('tenant isolation', () => {
   after(() => server.close());
 
   it("organization A's credentials get 404 on every id of organization B, and see none of B's data", async () => {
-    const betaConnection = await createConnection(server, beta.organizationId);
+    const betaConnection = await createConnection(server, beta);
     const betaKey = await createKey(server, beta.token, { kind: 'organization', mode: 'live', scopes: ['keys:write', 'connections:read'] });
     const betaEvents = await server.request('GET', '/v1/events', { token: beta.token });
     const betaEvent = betaEvents.body.data[0].id;
@@ -165,8 +165,8 @@ describe('tenant isolation', () => {
   });
 
   it("a connection key sees only its own connection: another connection's id is 404", async () => {
-    const mine = await createConnection(server, alpha.organizationId);
-    const other = await createConnection(server, alpha.organizationId);
+    const mine = await createConnection(server, alpha);
+    const other = await createConnection(server, alpha);
     const key = await createKey(server, alpha.token, { kind: 'connection', mode: 'live', connection_id: mine.id });
     assert.equal((await server.request('GET', `/v1/connections/${mine.id}`, { token: key.key })).status, 200);
     assertError(await server.request('GET', `/v1/connections/${other.id}`, { token: key.key }), 404, 'resource_not_found');
@@ -175,8 +175,8 @@ describe('tenant isolation', () => {
   });
 
   it('a test key is refused on a live connection, and a live key on a test connection', async () => {
-    const live = await createConnection(server, alpha.organizationId, { test: false });
-    const test = await createConnection(server, alpha.organizationId, { test: true });
+    const live = await createConnection(server, alpha, { test: false });
+    const test = await createConnection(server, alpha, { test: true });
     const testKey = await createKey(server, alpha.token, { kind: 'organization', mode: 'test' });
     const liveKey = await createKey(server, alpha.token, { kind: 'organization', mode: 'live' });
     assertError(await server.request('GET', `/v1/connections/${live.id}`, { token: testKey.key }), 403, 'test_key_on_live_connection');

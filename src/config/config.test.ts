@@ -22,7 +22,10 @@ describe('configuration', () => {
     [{ REDIS_URL: 'http://localhost' }, 'REDIS_URL'],
     [{ PUBLIC_BASE_URL: 'not a url' }, 'PUBLIC_BASE_URL'],
     [{ DATABASE_URL: 'postgres://db/x' }, 'MASTER_KEY'],
-    [{ PROVIDER_MODE: 'cloud' }, 'PROVIDER_APP_SECRET'],
+    [{ PROVIDER_MODE: 'cloud' }, 'PROVIDER_APP_ID'],
+    [{ PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234' }, 'PROVIDER_APP_SECRET'],
+    [{ PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234', PROVIDER_APP_SECRET: 's' }, 'PROVIDER_VERIFY_TOKEN'],
+    [{ PROVIDER_API_VERSION: '24' }, 'PROVIDER_API_VERSION'],
   ] as const) {
     it(`names ${variable} when ${JSON.stringify(env)} is wrong or incomplete`, () => {
       assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(`${variable}: `));

@@ -19,7 +19,12 @@ export interface Config {
   /** 32 bytes. Unset: generated into `dataDir` on the first embedded start. */
   masterKey: Buffer | undefined;
   providerMode: 'sandbox' | 'cloud';
+  /** Unset: the provider's own host in cloud mode, the embedded sandbox in sandbox mode. */
   providerBaseUrl: string | undefined;
+  /** The provider API version the adapter speaks, e.g. `v24.0`. */
+  providerApiVersion: string;
+  /** The app id sent as `client_id` in the signup code exchange. */
+  providerAppId: string | undefined;
   providerAppSecret: string | undefined;
   providerVerifyToken: string | undefined;
   smtpUrl: string | undefined;
@@ -101,6 +106,13 @@ function masterKey(env: Env, name: string): Buffer | undefined {
   return key;
 }
 
+function apiVersion(env: Env, name: string, fallback: string): string {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!/^v\d{1,3}\.\d{1,2}$/.test(value)) throw new ConfigError(name, `must be a provider API version such as v24.0 (got "${value}")`);
+  return value;
+}
+
 export function loadConfig(env: Env): Config {
   const listenPort = port(env, 'PORT', 3000);
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
@@ -117,6 +129,8 @@ export function loadConfig(env: Env): Config {
     masterKey: masterKey(env, 'MASTER_KEY'),
     providerMode,
     providerBaseUrl: url(env, 'PROVIDER_BASE_URL', ['http:', 'https:']),
+    providerApiVersion: apiVersion(env, 'PROVIDER_API_VERSION', 'v24.0'),
+    providerAppId: text(env, 'PROVIDER_APP_ID'),
     providerAppSecret: text(env, 'PROVIDER_APP_SECRET'),
     providerVerifyToken: text(env, 'PROVIDER_VERIFY_TOKEN'),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
@@ -128,6 +142,7 @@ export function loadConfig(env: Env): Config {
   };
   if (providerMode === 'cloud') {
     for (const [name, value] of [
+      ['PROVIDER_APP_ID', config.providerAppId],
       ['PROVIDER_APP_SECRET', config.providerAppSecret],
       ['PROVIDER_VERIFY_TOKEN', config.providerVerifyToken],
     ] as const) {

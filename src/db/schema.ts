@@ -53,6 +53,16 @@ export interface ConnectionsTable {
   metadata: string;
   created_at: string;
   updated_at: string;
+  /** The provider's business token, sealed with the master key (SecretBox). */
+  access_token: string | null;
+  verified_name: string | null;
+  quality_rating: string | null;
+  messaging_limit_tier: string | null;
+  throughput_per_second: number | null;
+  /** JSON: the history import of a coexistence number, or null. */
+  onboarding: string | null;
+  connected_at: string | null;
+  disconnected_at: string | null;
 }
 
 export interface ApiKeysTable {
@@ -190,6 +200,62 @@ export interface MailsTable {
   sent_at: string | null;
 }
 
+export interface ProviderWebhooksTable {
+  id: string;
+  body_sha256: string;
+  body: string;
+  received_at: string;
+  processed_at: string | null;
+  updates: number | null;
+  error: string | null;
+}
+
+export interface ContactsTable {
+  id: string;
+  organization_id: string;
+  phone_number: string;
+  name: string | null;
+  profile_name: string | null;
+  metadata: string;
+  last_inbound_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ConversationsTable {
+  id: string;
+  organization_id: string;
+  connection_id: string;
+  contact_id: string;
+  state: string;
+  last_message_at: string | null;
+  last_inbound_at: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MessagesTable {
+  id: string;
+  organization_id: string;
+  connection_id: string;
+  conversation_id: string;
+  contact_id: string;
+  direction: string;
+  type: string;
+  /** JSON: the object named by `type`, in the provider's shape. */
+  content: string;
+  context: string | null;
+  status: string;
+  provider_message_id: string | null;
+  imported: number;
+  error: string | null;
+  metadata: string;
+  sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -205,4 +271,8 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   mails: MailsTable;
+  provider_webhooks: ProviderWebhooksTable;
+  contacts: ContactsTable;
+  conversations: ConversationsTable;
+  messages: MessagesTable;
 }

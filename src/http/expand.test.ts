@@ -11,7 +11,7 @@ describe('expand', () => {
     server = await startServer({ onQuery: () => queries++ });
     owner = await signUp(server);
     for (let i = 0; i < 6; i++) {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: connection.id });
     }
     await createKey(server, owner.token, { kind: 'organization', mode: 'live' });

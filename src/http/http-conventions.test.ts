@@ -92,7 +92,7 @@ describe('HTTP conventions shared by every endpoint', () => {
     });
 
     it('a JSON body is never coerced: a number is not turned into a string', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const error = assertError(
         await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { name: 5 } }),
         400,
@@ -102,7 +102,7 @@ describe('HTTP conventions shared by every endpoint', () => {
     });
 
     it('metadata is the one open object: unknown keys inside it are kept', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const response = await server.request('PATCH', `/v1/connections/${connection.id}`, {
         token: owner.token,
         body: { metadata: { anything: { nested: [1, 2] }, crm_id: 'A-1' } },
@@ -134,7 +134,7 @@ describe('HTTP conventions shared by every endpoint', () => {
     });
 
     it('SQL-looking and oversized strings are data, never code', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const name = "x'); DROP TABLE connections; --";
       const response = await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { name } });
       assert.equal(response.status, 200);

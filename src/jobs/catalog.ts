@@ -30,4 +30,29 @@ export const mailSend = defineJob({
   timeoutMs: 30 * SECOND,
 });
 
-export const JOBS = [webhookDelivery, mailSend] as const;
+/** Processes one webhook the provider sent, stored as received: the webhook answered before this ran. */
+export const providerWebhookProcess = defineJob({
+  name: 'provider_webhook.process',
+  payload: Type.Object({ provider_webhook_id: Type.String() }),
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 4 * HOUR]),
+  // Processing may read the number from the provider (a quality change), which has a 10 s time-out.
+  timeoutMs: 60 * SECOND,
+});
+
+/** Coexistence onboarding: asks the provider for the business app's contacts and chat history. */
+export const connectionOnboard = defineJob({
+  name: 'connection.onboard',
+  payload: Type.Object({ connection_id: Type.String() }),
+  retry: retrySchedule([30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 4 * HOUR]),
+  timeoutMs: 60 * SECOND,
+});
+
+/** Fails an onboarding whose history never finished arriving. */
+export const connectionOnboardingDeadline = defineJob({
+  name: 'connection.onboarding_deadline',
+  payload: Type.Object({ connection_id: Type.String() }),
+  retry: retrySchedule([MINUTE, 10 * MINUTE]),
+  timeoutMs: 30 * SECOND,
+});
+
+export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline] as const;

@@ -36,6 +36,7 @@ export const ID_PREFIXES = {
   request: 'req',
   job: 'job',
   mail: 'mail',
+  providerWebhook: 'pwh',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

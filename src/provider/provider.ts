@@ -11,6 +11,8 @@ export interface ProviderCredentials {
   accessToken: string;
   phoneNumberId: string;
   wabaId: string;
+  /** The number's throughput ceiling, which sends are paced to; unset, the provider's standard. */
+  messagesPerSecond?: number;
 }
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker';

@@ -4,6 +4,8 @@ import * as idempotencyKeys from './0002_idempotency_keys.ts';
 import * as jobs from './0003_jobs.ts';
 import * as eventsAndWebhooks from './0004_events_and_webhooks.ts';
 import * as mails from './0005_mails.ts';
+import * as provider from './0006_provider.ts';
+import * as messaging from './0007_messaging.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +14,6 @@ export const migrations: Record<string, Migration> = {
   '0003_jobs': jobs,
   '0004_events_and_webhooks': eventsAndWebhooks,
   '0005_mails': mails,
+  '0006_provider': provider,
+  '0007_messaging': messaging,
 };

@@ -38,7 +38,7 @@ describe('API keys', () => {
     });
 
     it('a connection key carries the connection-scoped defaults and may be narrowed', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const full = await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: connection.id });
       assert.match(full.key, /^csk_live_[0-9A-Za-z]{32}$/);
       assert.deepEqual(full.scopes, [...CONNECTION_KEY_SCOPES]);
@@ -70,7 +70,7 @@ describe('API keys', () => {
     });
 
     it('an organization key naming a connection is validation_failed on /connection_id', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const error = assertError(
         await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'organization', mode: 'live', connection_id: connection.id } }),
         400,
@@ -80,7 +80,7 @@ describe('API keys', () => {
     });
 
     it('a connection key cannot hold more than the connection-scoped set', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const error = assertError(
         await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live', connection_id: connection.id, scopes: ['messages:read', 'keys:write'] } }),
         400,
@@ -108,15 +108,15 @@ describe('API keys', () => {
     });
 
     it('a test connection key for a live connection is refused, and the reverse', async () => {
-      const live = await createConnection(server, owner.organizationId, { test: false });
-      const test = await createConnection(server, owner.organizationId, { test: true });
+      const live = await createConnection(server, owner, { test: false });
+      const test = await createConnection(server, owner, { test: true });
       assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'test', connection_id: live.id } }), 403, 'test_key_on_live_connection');
       assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live', connection_id: test.id } }), 403, 'live_key_on_test_connection');
     });
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {
       const stranger = await signUp(server);
-      const theirs = await createConnection(server, stranger.organizationId);
+      const theirs = await createConnection(server, stranger);
       const error = assertError(
         await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live', connection_id: theirs.id } }),
         404,
@@ -149,7 +149,7 @@ describe('API keys', () => {
     });
 
     it('rotating returns a new key once, with the same kind, mode and scopes, and revokes the old', async () => {
-      const connection = await createConnection(server, owner.organizationId);
+      const connection = await createConnection(server, owner);
       const old = await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: connection.id, scopes: ['messages:read', 'messages:write'] });
       const rotated = await server.request('POST', `/v1/api-keys/${old.id}/rotate`, { token: owner.token });
       assert.equal(rotated.status, 200);

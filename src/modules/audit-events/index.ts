@@ -15,4 +15,4 @@ export function createAuditEventsModule(deps: { db: Db; clock: Clock }) {
   return { service, registerRoutes: (app: HttpServer) => registerAuditEventsRoutes(app, service) };
 }
 
-export type { AuditEventsService } from './audit-events.service.ts';
+export type { AuditEventsService, SystemActor } from './audit-events.service.ts';

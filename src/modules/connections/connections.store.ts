@@ -10,6 +10,8 @@ export interface ConnectionScope {
   test?: boolean | undefined;
 }
 
+export type ConnectionChanges = Partial<Omit<ConnectionsTable, 'id' | 'organization_id' | 'created_at' | 'test'>>;
+
 export function createConnectionsStore() {
   const scoped = (db: Db, scope: ConnectionScope) => {
     let query = db.selectFrom('connections').selectAll().where('organization_id', '=', scope.organizationId);
@@ -24,16 +26,27 @@ export function createConnectionsStore() {
     find(db: Db, organizationId: string, id: string): Promise<ConnectionsTable | undefined> {
       return db.selectFrom('connections').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
     },
+    /** Without a tenant: for work the service does on its own (jobs, the provider's webhooks). */
+    findById(db: Db, id: string): Promise<ConnectionsTable | undefined> {
+      return db.selectFrom('connections').selectAll().where('id', '=', id).executeTakeFirst();
+    },
     findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ConnectionsTable[]> {
       return db.selectFrom('connections').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
+    },
+    /** The connection that currently serves a number: at most one is not disconnected. */
+    findServing(db: Db, phoneNumberId: string): Promise<ConnectionsTable | undefined> {
+      return db.selectFrom('connections').selectAll().where('phone_number_id', '=', phoneNumberId).where('status', '!=', 'disconnected').executeTakeFirst();
+    },
+    findServingAccount(db: Db, wabaId: string): Promise<ConnectionsTable[]> {
+      return db.selectFrom('connections').selectAll().where('waba_id', '=', wabaId).where('status', '!=', 'disconnected').execute();
     },
     list(db: Db, scope: ConnectionScope, filters: { status?: string | undefined }, page: PageRequest) {
       let query = scoped(db, scope);
       if (filters.status !== undefined) query = query.where('status', '=', filters.status);
       return paginate(query, { id: 'id', createdAt: 'created_at' }, page);
     },
-    async update(db: Db, organizationId: string, id: string, changes: Partial<Pick<ConnectionsTable, 'name' | 'metadata' | 'status' | 'updated_at'>>): Promise<void> {
-      await db.updateTable('connections').set(changes).where('organization_id', '=', organizationId).where('id', '=', id).execute();
+    async update(db: Db, id: string, changes: ConnectionChanges): Promise<void> {
+      await db.updateTable('connections').set(changes).where('id', '=', id).execute();
     },
   };
 }

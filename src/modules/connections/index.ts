@@ -1,19 +1,24 @@
 /**
  * Connections: one business phone number on the provider, owned by one organization, live or test.
- * Owns the rule of which credential may address which connection (tenant, connection key, mode).
+ * Owns connecting a number (the code exchange, the sealed business token, the app subscription),
+ * its state as the provider reports it (quality, messaging limit, throughput, re-authorisation),
+ * coexistence onboarding, and the rule of which credential may address which connection.
  */
-import type { Db } from '../../db/connect.ts';
-import type { Clock } from '../../lib/clock.ts';
+import type { Worker } from '../../jobs/worker.ts';
 import type { HttpServer } from '../../http/server.ts';
-import type { AuditEventsService } from '../audit-events/index.ts';
+import { registerConnectionsJobs } from './connections.job.ts';
 import { registerConnectionsRoutes } from './connections.routes.ts';
-import { createConnectionsService } from './connections.service.ts';
+import { createConnectionsService, type ConnectionsServiceDeps } from './connections.service.ts';
 import { createConnectionsStore } from './connections.store.ts';
 
-export function createConnectionsModule(deps: { db: Db; clock: Clock; audit: AuditEventsService }) {
+export function createConnectionsModule(deps: Omit<ConnectionsServiceDeps, 'store'>) {
   const service = createConnectionsService({ ...deps, store: createConnectionsStore() });
-  return { service, registerRoutes: (app: HttpServer) => registerConnectionsRoutes(app, service) };
+  return {
+    service,
+    registerRoutes: (app: HttpServer) => registerConnectionsRoutes(app, service),
+    registerJobs: (worker: Worker) => registerConnectionsJobs(worker, service),
+  };
 }
 
-export type { ConnectionsService } from './connections.service.ts';
+export type { ConnectionsService, ProviderAccess, ServingConnection } from './connections.service.ts';
 export { assertModeAllows } from './connections.service.ts';

@@ -98,7 +98,7 @@ describe('webhook endpoints', () => {
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {
       const stranger = await signUp(server);
-      const theirs = await createConnection(server, stranger.organizationId);
+      const theirs = await createConnection(server, stranger);
       const error = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'], connection_id: theirs.id } }), 404, 'resource_not_found');
       assert.equal(error.param, '/connection_id');
     });
@@ -146,8 +146,8 @@ describe('webhook endpoints', () => {
     });
 
     it('matches on event type and connection', async () => {
-      const mine = await createConnection(server, owner.organizationId);
-      const other = await createConnection(server, owner.organizationId);
+      const mine = await createConnection(server, owner);
+      const other = await createConnection(server, owner);
       const scoped = await createEndpoint({ connection_id: mine.id, url: `${receiver.url}/scoped` });
       const everything = await createEndpoint({ url: `${receiver.url}/all`, events: [...SUBSCRIBABLE_EVENT_TYPES] });
       await emit('contact.created', mine.id);
@@ -296,8 +296,8 @@ describe('webhook endpoints', () => {
 
   describe('connection keys', () => {
     it("a connection key's endpoints are bound to its connection and it sees no others", async () => {
-      const connection = await createConnection(server, owner.organizationId);
       const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
+      const connection = await createConnection(server, login.body);
       const key = await createKey(server, login.body.token, { kind: 'connection', mode: 'live', connection_id: connection.id });
       const orgWide = await createEndpoint();
       const created = await server.request('POST', '/v1/webhook-endpoints', { token: key.key, body: { url: receiver.url, events: ['contact.created'] } });

@@ -1,0 +1,190 @@
+import type { Db } from '../../db/connect.ts';
+import { toBoolean } from '../../db/dialect.ts';
+import type { MessagesTable } from '../../db/schema.ts';
+import type { EventEmitter } from '../../events/emit.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import type { MessageBody, ProviderErrorDetail, ProviderStatus } from '../../provider/updates.ts';
+import type { ServingConnection } from '../connections/index.ts';
+import type { ContactsService } from '../contacts/index.ts';
+import type { ConversationsService } from '../conversations/index.ts';
+import { MESSAGE_TYPES, type Message, type MessageError, type MessageStatus, type MessageType } from './messages.schemas.ts';
+import type { MessagesStore } from './messages.store.ts';
+
+interface StoredContext {
+  reply_to: string | null;
+  reply_to_provider_message_id: string | null;
+  forwarded: boolean;
+  frequently_forwarded: boolean;
+}
+
+interface StoredContent {
+  body: unknown;
+  referral: Record<string, unknown> | null;
+}
+
+function toMessage(row: MessagesTable): Message {
+  const content = JSON.parse(row.content) as StoredContent;
+  const type = row.type as MessageType;
+  return {
+    id: row.id,
+    object: 'message',
+    connection_id: row.connection_id,
+    conversation_id: row.conversation_id,
+    contact_id: row.contact_id,
+    direction: row.direction as Message['direction'],
+    type,
+    [type]: content.body,
+    context: row.context === null ? null : (JSON.parse(row.context) as StoredContext),
+    referral: content.referral,
+    status: row.status as MessageStatus,
+    error: row.error === null ? null : (JSON.parse(row.error) as MessageError),
+    provider_message_id: row.provider_message_id,
+    imported: toBoolean(row.imported),
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    sent_at: row.sent_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** A provider type we do not model is stored as `unsupported`, naming what it was: never dropped. */
+function typeAndBody(body: MessageBody): { type: MessageType; content: unknown } {
+  // The provider's `contacts` is an array: the parser wraps it, the API shows it as the provider does.
+  if (body.type === 'contacts' && Array.isArray(body.content.contacts)) return { type: 'contacts', content: body.content.contacts };
+  if ((MESSAGE_TYPES as readonly string[]).includes(body.type)) return { type: body.type as MessageType, content: body.content };
+  return { type: 'unsupported', content: { original_type: body.type, ...body.content } };
+}
+
+/**
+ * Delivery states only move forward, whatever order or however often the provider reports them. A
+ * failure ends a message that was not yet read; a voice note's `played` counts as read.
+ */
+const STATUS_RANK: Record<MessageStatus, number> = { received: 0, queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };
+
+/** The statuses a message may move to `status` from: earlier ones, and never out of read or failed. */
+function predecessorsOf(status: MessageStatus): MessageStatus[] {
+  const ceiling = status === 'failed' ? STATUS_RANK.read : STATUS_RANK[status];
+  return (['queued', 'sent', 'delivered', 'read'] as const).filter((earlier) => STATUS_RANK[earlier] < ceiling);
+}
+
+function toError(errors: ProviderErrorDetail[]): MessageError | null {
+  const first = errors[0];
+  return first ? { code: first.code, title: first.title ?? null, message: first.message ?? null, details: first.details ?? null } : null;
+}
+
+export interface MessagesServiceDeps {
+  store: MessagesStore;
+  clock: Clock;
+  events: EventEmitter;
+  contacts: ContactsService;
+  conversations: ConversationsService;
+}
+
+export function createMessagesService(deps: MessagesServiceDeps) {
+  const { store, clock, events, contacts, conversations } = deps;
+
+  async function fileMessage(trx: Db, connection: ServingConnection, input: {
+    providerMessageId: string;
+    customerWaId: string;
+    profileName: string | undefined;
+    direction: 'inbound' | 'outbound';
+    status: MessageStatus;
+    sentAt: Date;
+    body: MessageBody;
+    imported: boolean;
+  }): Promise<Message | undefined> {
+    // A retried or re-batched webhook must not file the same message twice.
+    if (await store.findByProviderId(trx, connection.id, input.providerMessageId)) return undefined;
+    const inbound = input.direction === 'inbound';
+    const contact = await contacts.findOrCreateForInbound(trx, {
+      organizationId: connection.organizationId, connectionId: connection.id, waId: input.customerWaId,
+      profileName: input.profileName, at: input.sentAt,
+    });
+    const conversation = await conversations.recordMessage(trx, {
+      organizationId: connection.organizationId, connectionId: connection.id, contactId: contact.id,
+      at: input.sentAt, inbound, imported: input.imported,
+    });
+    const replyTo = input.body.context?.replyTo;
+    const replied = replyTo === undefined ? undefined : await store.findByProviderId(trx, connection.id, replyTo);
+    const { type, content } = typeAndBody(input.body);
+    const now = clock.now().toISOString();
+    const row: MessagesTable = {
+      id: newId('message', clock.now().getTime()),
+      organization_id: connection.organizationId,
+      connection_id: connection.id,
+      conversation_id: conversation.id,
+      contact_id: contact.id,
+      direction: input.direction,
+      type,
+      content: JSON.stringify({ body: content, referral: (input.body.extra.referral as Record<string, unknown> | undefined) ?? null } satisfies StoredContent),
+      context: input.body.context === undefined
+        ? null
+        : JSON.stringify({
+            reply_to: replied?.id ?? null,
+            reply_to_provider_message_id: replyTo ?? null,
+            forwarded: input.body.context.forwarded ?? false,
+            frequently_forwarded: input.body.context.frequentlyForwarded ?? false,
+          } satisfies StoredContext),
+      status: input.status,
+      provider_message_id: input.providerMessageId,
+      imported: input.imported ? 1 : 0,
+      error: null,
+      metadata: '{}',
+      sent_at: input.sentAt.toISOString(),
+      created_at: now,
+      updated_at: now,
+    };
+    if (!(await store.insertIfAbsent(trx, row))) return undefined;
+    return toMessage(row);
+  }
+
+  return {
+    /** A customer's message: stored with its contact and conversation, then `message.received`. */
+    async receive(trx: Db, connection: ServingConnection, input: { providerMessageId: string; from: string; profileName: string | undefined; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
+      const message = await fileMessage(trx, connection, {
+        providerMessageId: input.providerMessageId, customerWaId: input.from, profileName: input.profileName,
+        direction: 'inbound', status: 'received', sentAt: input.sentAt, body: input.body, imported: false,
+      });
+      if (message) await events.emit(trx, { type: 'message.received', organizationId: connection.organizationId, connectionId: connection.id, object: message });
+      return message;
+    },
+
+    /**
+     * Coexistence history: stored as imported, which opens no window, reopens no conversation and
+     * emits no message event (automations and webhooks must not react to last month's chats).
+     * Answers how many messages were new.
+     */
+    async importHistory(trx: Db, connection: ServingConnection, thread: { userId: string; messages: { providerMessageId: string; direction: 'inbound' | 'outbound'; sentAt: Date; status: string | undefined; body: MessageBody }[] }): Promise<number> {
+      let imported = 0;
+      for (const message of thread.messages) {
+        const reported = message.status?.toLowerCase();
+        const status: MessageStatus = message.direction === 'inbound'
+          ? 'received'
+          : reported === 'read' || reported === 'played' ? 'read' : reported === 'delivered' ? 'delivered' : reported === 'error' ? 'failed' : 'sent';
+        const stored = await fileMessage(trx, connection, {
+          providerMessageId: message.providerMessageId, customerWaId: thread.userId, profileName: undefined,
+          direction: message.direction, status, sentAt: message.sentAt, body: message.body, imported: true,
+        });
+        if (stored) imported++;
+      }
+      return imported;
+    },
+
+    /**
+     * A delivery status from the provider. Answers false when the message is not ours (sent by
+     * another system on the same number, or before the connection existed): there is nothing to move.
+     */
+    async applyStatus(trx: Db, connection: ServingConnection, input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[] }): Promise<boolean> {
+      const row = await store.findByProviderId(trx, connection.id, input.providerMessageId);
+      if (!row || row.direction !== 'outbound') return false;
+      const status: MessageStatus = input.status === 'played' ? 'read' : input.status;
+      const changes = { status, error: status === 'failed' ? JSON.stringify(toError(input.errors)) : row.error, updated_at: clock.now().toISOString() };
+      if (!(await store.advanceStatus(trx, row.id, predecessorsOf(status), changes))) return true;
+      await events.emit(trx, { type: 'message.status', organizationId: connection.organizationId, connectionId: connection.id, object: toMessage({ ...row, ...changes }) });
+      return true;
+    },
+  };
+}
+
+export type MessagesService = ReturnType<typeof createMessagesService>;

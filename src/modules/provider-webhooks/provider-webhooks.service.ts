@@ -1,0 +1,152 @@
+import type { Db } from '../../db/connect.ts';
+import { providerWebhookProcess } from '../../jobs/catalog.ts';
+import type { Queue } from '../../jobs/queue.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { constantTimeEqual, sha256Hex } from '../../lib/crypto.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Log } from '../../lib/log.ts';
+import type { ProviderUpdate } from '../../provider/updates.ts';
+import type { ConnectionsService, ServingConnection } from '../connections/index.ts';
+import type { MessagesService } from '../messages/index.ts';
+import type { ProviderWebhooksStore } from './provider-webhooks.store.ts';
+
+/** The provider's account events after which we can no longer reach the account's numbers. */
+const ACCESS_ENDED = new Set(['PARTNER_REMOVED', 'PARTNER_APP_UNINSTALLED', 'ACCOUNT_DELETED', 'ACCOUNT_OFFBOARDED']);
+
+export interface InboundWebhooks {
+  /** Checks `X-Hub-Signature-256` over the exact bytes received. */
+  verifySignature(rawBody: Buffer, header: string | undefined): boolean;
+  /** The provider's envelope in domain words; throws on a body that is not an envelope at all. */
+  parse(body: unknown): ProviderUpdate[];
+  /** The token the provider echoes in its subscription handshake. */
+  verifyToken: string;
+}
+
+export interface ProviderWebhooksServiceDeps {
+  db: Db;
+  store: ProviderWebhooksStore;
+  clock: Clock;
+  queue: Queue;
+  log: Log;
+  inbound: InboundWebhooks;
+  connections: ConnectionsService;
+  messages: MessagesService;
+}
+
+export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps) {
+  const { db, store, clock, queue, log, inbound, connections, messages } = deps;
+
+  /** Finds the connection of a number, or says why the update is skipped. */
+  async function serving(trx: Db, phoneNumberId: string, kind: string): Promise<ServingConnection | undefined> {
+    const connection = await connections.findServing(trx, phoneNumberId);
+    if (!connection) log.warn({ phone_number_id: phoneNumberId, kind }, 'provider webhook for a number no connection serves; skipped');
+    return connection;
+  }
+
+  /** Applies one update. Each runs in its own transaction, so that a retry redoes only what did not commit. */
+  async function apply(update: ProviderUpdate): Promise<void> {
+    switch (update.kind) {
+      case 'message':
+        return db.transaction().execute(async (trx) => {
+          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+          if (!connection) return;
+          if (update.from === undefined) {
+            log.warn({ connection_id: connection.id }, 'inbound message without a phone number (username-only user); skipped');
+            return;
+          }
+          await messages.receive(trx, connection, { providerMessageId: update.providerMessageId, from: update.from, profileName: update.profileName, sentAt: update.sentAt, body: update.body });
+        });
+      case 'status':
+        return db.transaction().execute(async (trx) => {
+          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+          if (!connection) return;
+          const known = await messages.applyStatus(trx, connection, update);
+          if (!known) log.info({ connection_id: connection.id, provider_message_id: update.providerMessageId }, 'status for a message not sent through this service; skipped');
+        });
+      case 'history':
+        return db.transaction().execute(async (trx) => {
+          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+          if (!connection) return;
+          let imported = 0;
+          for (const thread of update.threads) imported += await messages.importHistory(trx, connection, thread);
+          const failure = update.errors[0];
+          await connections.historyImported(trx, connection.id, {
+            progress: update.progress,
+            messages: imported,
+            failure: failure && `${failure.title ?? 'The history import failed'} (provider code ${failure.code})`,
+          });
+        });
+      case 'number_quality':
+        return connections.numberQualityChanged(update.wabaId, update.displayPhoneNumber);
+      case 'account':
+        if (ACCESS_ENDED.has(update.event)) await connections.accountRemoved(update.wabaId, update.event);
+        else log.info({ waba_id: update.wabaId, event: update.event }, 'provider account update recorded');
+        return;
+      case 'errors':
+        log.warn({ phone_number_id: update.number.phoneNumberId, errors: update.errors }, 'the provider reported errors for a number');
+        return;
+      // Echoes and template statuses are processed by the conversations and templates modules once
+      // they exist; until then the webhook's bytes stay in provider_webhooks, so nothing is lost.
+      case 'echo':
+      case 'template_status':
+      case 'unhandled':
+        log.info({ kind: update.kind }, 'provider update kept but not processed');
+        return;
+    }
+  }
+
+  return {
+    /** The provider's subscription handshake: the challenge comes back only to the right token. */
+    handshake(query: { 'hub.mode'?: string; 'hub.verify_token'?: string; 'hub.challenge'?: string }): string {
+      if (query['hub.mode'] !== 'subscribe' || query['hub.challenge'] === undefined || !constantTimeEqual(query['hub.verify_token'] ?? '', inbound.verifyToken)) {
+        throw new AppError('signature_invalid', 'The verify token does not match.');
+      }
+      return query['hub.challenge'];
+    },
+
+    /**
+     * Stores a signed webhook and queues its processing, in one transaction, before answering: the
+     * provider hears 200 quickly, and a crash after that loses nothing. The same bytes twice (the
+     * provider's retry) are stored and processed once.
+     */
+    async receive(rawBody: Buffer, signature: string | undefined): Promise<{ duplicate: boolean }> {
+      if (!inbound.verifySignature(rawBody, signature)) {
+        throw new AppError('signature_invalid', signature === undefined ? 'X-Hub-Signature-256 is missing.' : 'X-Hub-Signature-256 does not match the body.');
+      }
+      const text = rawBody.toString('utf8');
+      try {
+        JSON.parse(text);
+      } catch {
+        throw new AppError('malformed_json', 'The body is not valid JSON.');
+      }
+      const now = clock.now();
+      const id = newId('providerWebhook', now.getTime());
+      const inserted = await db.transaction().execute(async (trx) => {
+        const fresh = await store.insertIfAbsent(trx, { id, body_sha256: sha256Hex(rawBody), body: text, received_at: now.toISOString(), processed_at: null, updates: null, error: null });
+        if (fresh) await queue.enqueue(trx, providerWebhookProcess, { provider_webhook_id: id });
+        return fresh;
+      });
+      return { duplicate: !inserted };
+    },
+
+    /** The `provider_webhook.process` job. */
+    async process(id: string): Promise<void> {
+      const row = await store.find(db, id);
+      if (!row || row.processed_at !== null) return;
+      let updates: ProviderUpdate[];
+      try {
+        updates = inbound.parse(JSON.parse(row.body));
+      } catch (error) {
+        // Retrying cannot make a body an envelope: record why and stop.
+        log.warn({ err: error, provider_webhook_id: id }, 'provider webhook is not an envelope; kept unprocessed');
+        await store.markProcessed(db, id, { processed_at: clock.now().toISOString(), updates: 0, error: error instanceof Error ? error.message : String(error) });
+        return;
+      }
+      for (const update of updates) await apply(update);
+      await store.markProcessed(db, id, { processed_at: clock.now().toISOString(), updates: updates.length, error: null });
+    },
+  };
+}
+
+export type ProviderWebhooksService = ReturnType<typeof createProviderWebhooksService>;
