@@ -6,6 +6,7 @@ import { ProviderError } from '../../provider/provider.ts';
 import type { RelayAnswer, RelayRequest } from '../../provider/whatsapp/relay.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { createRuntimeService } from './runtime.service.ts';
+import { rejectionOf } from '../../../test/rejection.ts';
 
 /**
  * The service's rules with its neighbours stubbed: pacing and the recording of provider errors, which
@@ -49,14 +50,6 @@ function setUp(options: { answer?: Partial<RelayAnswer>; acquire?: Pacer['acquir
   return { service, send, paced, reported, warnings, relayed };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  assert.fail('expected a rejection');
-}
 
 describe('runtime rules', () => {
   it("paces a send (POST /{phone_number_id}/messages) by the number at the connection's ceiling", async () => {
@@ -79,7 +72,7 @@ describe('runtime rules', () => {
         throw new PacingQueueFullError(key, 12_300, 10_000);
       },
     });
-    const error = await rejection(send('POST', 'v24.0/111/messages'));
+    const error = await rejectionOf(send('POST', 'v24.0/111/messages'));
     assert.ok(error instanceof AppError && error.code === 'provider_throttled', String(error));
     assert.equal(error.headers['retry-after'], '3');
     assert.equal(relayed.length, 0);

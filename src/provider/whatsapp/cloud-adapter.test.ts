@@ -12,6 +12,7 @@ import { createCloudProvider, type CloudProviderOptions } from './cloud-adapter.
 import { retryAfterSeconds } from './graph-errors.ts';
 import { parseProviderWebhook } from './webhook-parser.ts';
 import { verifyProviderSignature } from './webhook-signature.ts';
+import { rejectionOf } from '../../../test/rejection.ts';
 
 const APP_SECRET = 'test-app-secret';
 const USER = '15551234567';
@@ -67,15 +68,6 @@ async function startServer(t: TestContext, handler: (req: IncomingMessage, res: 
 
 const someCredentials: ProviderCredentials = { accessToken: 'token', phoneNumberId: '123', wabaId: '456' };
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof ProviderError, `expected a ProviderError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected the call to fail');
-}
 
 describe('the cloud adapter against the sandbox: happy path', () => {
   it('exchanging a code finds the token, the account and its one number the provider way', async (t) => {
@@ -145,7 +137,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
   it('a token the provider does not know is an auth failure, mapped to connection_needs_reauth', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.sendMessage({ ...credentials, accessToken: 'revoked' }, { to: USER, type: 'text', text: 'x' }));
+    const error = await rejectionOf(provider.sendMessage({ ...credentials, accessToken: 'revoked' }, { to: USER, type: 'text', text: 'x' }), ProviderError);
     assert.equal(error.category, 'auth');
     assert.equal(error.code, 190);
     assert.equal(error.httpStatus, 401);
@@ -157,7 +149,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
   it('a free-form message outside the window is rejected for good, keeping the provider code', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.sendMessage(credentials, { to: USER, type: 'text', text: 'late' }));
+    const error = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'text', text: 'late' }), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 131047);
     assert.equal(error.retryable, false);
@@ -174,7 +166,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
   it('an unknown phone number id is rejected with code 100 and its subcode', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.getPhoneNumber({ ...credentials, phoneNumberId: '999' }));
+    const error = await rejectionOf(provider.getPhoneNumber({ ...credentials, phoneNumberId: '999' }), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 100);
     assert.equal(error.subcode, 33);
@@ -185,7 +177,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
     const credentials = await connect();
     await userWrites(credentials);
     await failNext({ code: 130429 });
-    const error = await rejection(provider.sendMessage(credentials, { to: USER, type: 'text', text: 'x' }));
+    const error = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'text', text: 'x' }), ProviderError);
     assert.equal(error.category, 'throttled');
     assert.equal(error.retryable, true);
     assert.equal(error.httpStatus, 400);
@@ -199,7 +191,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
     const { provider, connect, failNext } = await setup(t);
     const credentials = await connect();
     await failNext({ code: 131056 });
-    const error = await rejection(provider.markRead(credentials, 'wamid.x'));
+    const error = await rejectionOf(provider.markRead(credentials, 'wamid.x'), ProviderError);
     assert.equal(error.category, 'throttled');
     assert.equal(error.retryAfterSeconds, 6);
   });
@@ -208,7 +200,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
     const { provider, connect, failNext } = await setup(t);
     const credentials = await connect();
     await failNext({ code: 131000, http_status: 500 });
-    const error = await rejection(provider.getPhoneNumber(credentials));
+    const error = await rejectionOf(provider.getPhoneNumber(credentials), ProviderError);
     assert.equal(error.category, 'unavailable');
     assert.equal(error.retryable, true);
     assert.equal(error.code, 131000);
@@ -218,7 +210,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
 
   it('a wrong app secret during the exchange is rejected, not retried (code 1 on a 4xx)', async (t) => {
     const { provider } = await setup(t, { appSecret: 'wrong' });
-    const error = await rejection(provider.exchangeCode('signup-code'));
+    const error = await rejectionOf(provider.exchangeCode('signup-code'), ProviderError);
     assert.equal(error.code, 1);
     assert.equal(error.category, 'rejected');
     assert.equal(error.retryable, false);
@@ -227,7 +219,7 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
   it('a template the account does not have is rejected with 132001', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'no_such_template', language: 'en_US' }));
+    const error = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'no_such_template', language: 'en_US' }), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 132001);
   });
@@ -276,7 +268,7 @@ describe('the cloud adapter against the sandbox: onboarding', () => {
     const { provider, connect } = await setup(t);
     const credentials = await connect('coexistence-code');
     assert.equal((await provider.getPhoneNumber(credentials)).isOnBizApp, true);
-    const error = await rejection(provider.registerNumber(credentials, '246810'));
+    const error = await rejectionOf(provider.registerNumber(credentials, '246810'), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 100);
   });
@@ -288,7 +280,7 @@ describe('the cloud adapter against the sandbox: onboarding', () => {
     const contacts = await provider.requestHistorySync(credentials, 'contacts');
     assert.equal(typeof history.requestId, 'string');
     assert.notEqual(history.requestId, contacts.requestId);
-    const again = await rejection(provider.requestHistorySync(credentials, 'history'));
+    const again = await rejectionOf(provider.requestHistorySync(credentials, 'history'), ProviderError);
     assert.equal(again.code, 2593107);
     assert.equal(again.retryable, false);
   });
@@ -296,7 +288,7 @@ describe('the cloud adapter against the sandbox: onboarding', () => {
   it('a Cloud API number cannot ask for a history sync', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.requestHistorySync(credentials, 'history'));
+    const error = await rejectionOf(provider.requestHistorySync(credentials, 'history'), ProviderError);
     assert.equal(error.category, 'rejected');
   });
 });
@@ -324,7 +316,7 @@ describe('the cloud adapter against the sandbox: media', () => {
     assert.match(sent.providerMessageId, /^wamid\./);
 
     await provider.deleteMedia(credentials, providerMediaId);
-    const gone = await rejection(provider.getMedia(credentials, providerMediaId));
+    const gone = await rejectionOf(provider.getMedia(credentials, providerMediaId), ProviderError);
     assert.equal(gone.category, 'rejected');
     assert.equal(gone.code, 100);
   });
@@ -333,14 +325,14 @@ describe('the cloud adapter against the sandbox: media', () => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
     const { providerMediaId } = await provider.uploadMedia(credentials, { bytes: Buffer.alloc(50_000, 1), mimeType: 'application/pdf' });
-    const error = await rejection(provider.downloadMedia(credentials, providerMediaId, { maxBytes: 10_000 }));
+    const error = await rejectionOf(provider.downloadMedia(credentials, providerMediaId, { maxBytes: 10_000 }), ProviderError);
     assert.equal(error.category, 'rejected');
   });
 
   it('a type the provider does not take is rejected with 131053', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejection(provider.uploadMedia(credentials, { bytes: Buffer.from('MZ'), mimeType: 'application/x-msdownload' }));
+    const error = await rejectionOf(provider.uploadMedia(credentials, { bytes: Buffer.from('MZ'), mimeType: 'application/x-msdownload' }), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 131053);
   });
@@ -350,7 +342,7 @@ describe('the cloud adapter against the sandbox: media', () => {
     const owner = await connect('first-code');
     const stranger = await connect('second-code');
     const { providerMediaId } = await provider.uploadMedia(owner, { bytes: Buffer.from('hello'), mimeType: 'text/plain' });
-    const error = await rejection(provider.getMedia(stranger, providerMediaId));
+    const error = await rejectionOf(provider.getMedia(stranger, providerMediaId), ProviderError);
     assert.equal(error.code, 100);
   });
 });
@@ -447,9 +439,9 @@ describe('the cloud adapter against the sandbox: templates', () => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
     await provider.createTemplate(credentials, orderUpdate);
-    const pending = await rejection(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'order_update', language: 'en_US' }));
+    const pending = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'order_update', language: 'en_US' }), ProviderError);
     assert.equal(pending.code, 132001);
-    const count = await rejection(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US', bodyParameters: [{ type: 'text', text: 'x' }] }));
+    const count = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US', bodyParameters: [{ type: 'text', text: 'x' }] }), ProviderError);
     assert.equal(count.code, 132000);
   });
 
@@ -474,7 +466,7 @@ describe('the cloud adapter against the sandbox: templates', () => {
     const created = await provider.createTemplate(credentials, orderUpdate);
     await provider.deleteTemplate(credentials, { name: 'order_update', providerTemplateId: created.providerTemplateId });
     assert.deepEqual((await provider.listTemplates(credentials)).map((template) => template.name), ['hello_world']);
-    const error = await rejection(provider.deleteTemplate(credentials, { name: 'order_update' }));
+    const error = await rejectionOf(provider.deleteTemplate(credentials, { name: 'order_update' }), ProviderError);
     assert.equal(error.category, 'rejected');
   });
 });
@@ -577,7 +569,7 @@ describe('the cloud adapter: transport faults', () => {
     const base = await startServer(t, (_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad gateway</html>'));
     const provider = createCloudProvider({ baseUrl: base, version: 'v24.0', appSecret: APP_SECRET, timeoutMs: 1000 });
     t.after(() => provider.close());
-    const error = await rejection(provider.getPhoneNumber(someCredentials));
+    const error = await rejectionOf(provider.getPhoneNumber(someCredentials), ProviderError);
     assert.equal(error.category, 'unavailable');
     assert.equal(error.retryable, true);
     assert.equal(error.httpStatus, 502);
@@ -588,7 +580,7 @@ describe('the cloud adapter: transport faults', () => {
     const base = await startServer(t, (req) => req.socket.destroy());
     const provider = createCloudProvider({ baseUrl: base, version: 'v24.0', appSecret: APP_SECRET, timeoutMs: 1000 });
     t.after(() => provider.close());
-    const error = await rejection(provider.sendMessage(someCredentials, { to: USER, type: 'text', text: 'x' }));
+    const error = await rejectionOf(provider.sendMessage(someCredentials, { to: USER, type: 'text', text: 'x' }), ProviderError);
     assert.equal(error.category, 'unavailable');
     assert.equal(error.retryable, true);
     assert.equal(error.httpStatus, undefined);
@@ -599,7 +591,7 @@ describe('the cloud adapter: transport faults', () => {
     const provider = createCloudProvider({ baseUrl: base, version: 'v24.0', appSecret: APP_SECRET, timeoutMs: 200 });
     t.after(() => provider.close());
     const started = Date.now();
-    const error = await rejection(provider.markRead(someCredentials, 'wamid.x'));
+    const error = await rejectionOf(provider.markRead(someCredentials, 'wamid.x'), ProviderError);
     assert.ok(Date.now() - started < 2000);
     assert.equal(error.category, 'timeout');
     assert.equal(error.retryable, true);
@@ -611,7 +603,7 @@ describe('the cloud adapter: transport faults', () => {
     const closedPort = base.replace(/:\d+$/, ':1');
     const provider = createCloudProvider({ baseUrl: closedPort, version: 'v24.0', appSecret: APP_SECRET, timeoutMs: 500 });
     t.after(() => provider.close());
-    const error = await rejection(provider.getPhoneNumber(someCredentials));
+    const error = await rejectionOf(provider.getPhoneNumber(someCredentials), ProviderError);
     assert.equal(error.category, 'unavailable');
   });
 
@@ -619,7 +611,7 @@ describe('the cloud adapter: transport faults', () => {
     const base = await startServer(t, (_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"status":"down"}'));
     const provider = createCloudProvider({ baseUrl: base, version: 'v24.0', appSecret: APP_SECRET });
     t.after(() => provider.close());
-    const error = await rejection(provider.getPhoneNumber(someCredentials));
+    const error = await rejectionOf(provider.getPhoneNumber(someCredentials), ProviderError);
     assert.equal(error.category, 'unavailable');
     assert.equal(error.httpStatus, 503);
   });
@@ -635,7 +627,7 @@ describe('the cloud adapter: Retry-After from usage headers', () => {
     );
     const provider = createCloudProvider({ baseUrl: base, version: 'v24.0', appSecret: APP_SECRET });
     t.after(() => provider.close());
-    const error = await rejection(provider.subscribeApp(someCredentials));
+    const error = await rejectionOf(provider.subscribeApp(someCredentials), ProviderError);
     assert.equal(error.category, 'throttled');
     assert.equal(error.retryAfterSeconds, 420);
     assert.equal(error.traceId, 'trace-1');

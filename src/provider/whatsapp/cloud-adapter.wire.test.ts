@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { ProviderError, type ProviderCredentials } from '../provider.ts';
 import { createCloudProvider } from './cloud-adapter.ts';
+import { rejectionOf } from '../../../test/rejection.ts';
 
 /**
  * What the adapter puts on the wire and how it reads the answers, checked against throwaway loopback
@@ -77,15 +78,6 @@ async function fakeGraph(t: TestContext, answer: (seen: Seen, base: string) => A
 const credentials: ProviderCredentials = { accessToken: 'token-1', phoneNumberId: '1065', wabaId: '1022' };
 const SENT = { messaging_product: 'whatsapp', contacts: [{ input: '+16505551234', wa_id: '16505551234' }], messages: [{ id: 'wamid.OUT' }] };
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof ProviderError, `expected a ProviderError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected the call to fail');
-}
 
 async function readAll(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -301,19 +293,19 @@ describe('the cloud adapter on the wire: media', () => {
       if (request.path === '/cdn/chunked') return { bytes: Buffer.alloc(5000), chunked: true };
       return { json: { url: `${base}/cdn/${request.path.endsWith('big') ? 'announced' : 'chunked'}`, mime_type: 'video/mp4', id: 'x' } };
     });
-    const announced = await rejection(provider.downloadMedia(credentials, 'big', { maxBytes: 1000 }));
+    const announced = await rejectionOf(provider.downloadMedia(credentials, 'big', { maxBytes: 1000 }), ProviderError);
     assert.equal(announced.category, 'rejected');
     assert.match(announced.message, /5000 bytes/);
     const unannounced = await provider.downloadMedia(credentials, 'unannounced', { maxBytes: 1000 });
     assert.equal(unannounced.size, undefined);
-    const cutOff = await rejection(readAll(unannounced.stream));
+    const cutOff = await rejectionOf(readAll(unannounced.stream), ProviderError);
     assert.equal(cutOff.category, 'rejected');
     assert.equal(cutOff.retryable, false);
   });
 
   it('the provider file_size alone is enough to refuse media over the limit without fetching it', async (t) => {
     const { provider, seen } = await fakeGraph(t, (_request, base) => ({ json: { url: `${base}/cdn/1`, mime_type: 'video/mp4', file_size: '16000000', id: '1' } }));
-    const error = await rejection(provider.downloadMedia(credentials, '1', { maxBytes: 5_000_000 }));
+    const error = await rejectionOf(provider.downloadMedia(credentials, '1', { maxBytes: 5_000_000 }), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(seen.length, 1);
   });
@@ -335,14 +327,14 @@ describe('the cloud adapter on the wire: media', () => {
       request.path === '/cdn/1' ? { bytes: Buffer.from('tampered') } : { json: { url: `${base}/cdn/1`, mime_type: 'text/plain', sha256: createHash('sha256').update('original').digest('base64'), id: '1' } },
     );
     const media = await provider.downloadMedia(credentials, '1');
-    const error = await rejection(readAll(media.stream));
+    const error = await rejectionOf(readAll(media.stream), ProviderError);
     assert.equal(error.category, 'unavailable');
     assert.match(error.message, /SHA-256/);
   });
 
   it('a download URL over plain http to another host is refused, so the token never leaves in the clear', async (t) => {
     const { provider } = await fakeGraph(t, () => ({ json: { url: 'http://cdn.example.invalid/file', mime_type: 'text/plain', id: '1' } }));
-    const error = await rejection(provider.downloadMedia(credentials, '1'));
+    const error = await rejectionOf(provider.downloadMedia(credentials, '1'), ProviderError);
     assert.match(error.message, /not https/);
   });
 
@@ -394,7 +386,7 @@ describe('the cloud adapter on the wire: templates', () => {
 
   it('a paging loop (the same cursor again) fails instead of spinning', async (t) => {
     const { provider } = await fakeGraph(t, (_request, base) => ({ json: page(['1'], 'same', base) }));
-    const error = await rejection(provider.listTemplates(credentials));
+    const error = await rejectionOf(provider.listTemplates(credentials), ProviderError);
     assert.equal(error.category, 'unavailable');
   });
 

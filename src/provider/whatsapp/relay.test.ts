@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it, type TestContext } from 'node:test';
 import { ProviderError } from '../provider.ts';
+import { rejectionOf } from '../../../test/rejection.ts';
 import {
   answerOf,
   bodyLimitFor,
@@ -68,14 +69,6 @@ function call(overrides: Partial<RelayRequest> = {}): RelayRequest {
   return { method: 'GET', target: target('v24.0/111'), accessToken: 'EAAtoken', headers: {}, maxBodyBytes: MAX_BODY_BYTES, ...overrides };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  assert.fail('expected a rejection');
-}
 
 describe('reading a runtime path', () => {
   it('accepts a version and up to any depth of segments, keeping the raw and decoded forms', () => {
@@ -207,7 +200,7 @@ describe('relaying a request', () => {
   it('fails with timeout when no answer comes in time', async (t) => {
     const provider = await fakeProvider(t, () => undefined);
     const started = Date.now();
-    const error = await rejection(relayFor(t, provider.url, { timeoutMs: 200 }).relay(call()));
+    const error = await rejectionOf(relayFor(t, provider.url, { timeoutMs: 200 }).relay(call()));
     assert.ok(error instanceof ProviderError && error.category === 'timeout', String(error));
     assert.ok(Date.now() - started < 2000);
   });
@@ -217,13 +210,13 @@ describe('relaying a request', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
       res.write('{"partial":');
     });
-    const error = await rejection(relayFor(t, provider.url, { timeoutMs: 200 }).relay(call()));
+    const error = await rejectionOf(relayFor(t, provider.url, { timeoutMs: 200 }).relay(call()));
     assert.ok(error instanceof ProviderError && error.category === 'timeout', String(error));
   });
 
   it('fails with unavailable when the provider closes the connection without answering', async (t) => {
     const provider = await fakeProvider(t, (_seen, _res, req) => req.socket.destroy());
-    const error = await rejection(relayFor(t, provider.url).relay(call()));
+    const error = await rejectionOf(relayFor(t, provider.url).relay(call()));
     assert.ok(error instanceof ProviderError && error.category === 'unavailable', String(error));
   });
 
@@ -232,14 +225,14 @@ describe('relaying a request', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
       res.write('{"partial":', () => req.socket.destroy());
     });
-    const error = await rejection(relayFor(t, provider.url).relay(call()));
+    const error = await rejectionOf(relayFor(t, provider.url).relay(call()));
     assert.ok(error instanceof ProviderError && error.category === 'unavailable', String(error));
   });
 
   it('fails with unavailable when nothing listens', async (t) => {
     const provider = await fakeProvider(t, () => undefined);
     const closed = provider.url.replace(/:\d+$/, ':1');
-    const error = await rejection(relayFor(t, closed).relay(call()));
+    const error = await rejectionOf(relayFor(t, closed).relay(call()));
     assert.ok(error instanceof ProviderError && error.category === 'unavailable', String(error));
   });
 
@@ -248,7 +241,7 @@ describe('relaying a request', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(Buffer.alloc(5000, 0x20));
     });
-    const error = await rejection(relayFor(t, provider.url, { maxAnswerBytes: 1000 }).relay(call()));
+    const error = await rejectionOf(relayFor(t, provider.url, { maxAnswerBytes: 1000 }).relay(call()));
     assert.ok(error instanceof ProviderError && error.category === 'unavailable', String(error));
   });
 
@@ -257,7 +250,7 @@ describe('relaying a request', () => {
     async function* chunks() {
       for (let i = 0; i < 20; i++) yield Buffer.alloc(100, 0x61);
     }
-    const error = await rejection(relayFor(t, provider.url).relay(call({ method: 'POST', body: chunks(), maxBodyBytes: 1000 })));
+    const error = await rejectionOf(relayFor(t, provider.url).relay(call({ method: 'POST', body: chunks(), maxBodyBytes: 1000 })));
     assert.ok(error instanceof RelayBodyTooLargeError, String(error));
     assert.equal(provider.seen.length, 0, 'the provider never saw a complete request');
   });
@@ -269,7 +262,7 @@ describe('relaying a request', () => {
       await new Promise((resolve) => setTimeout(resolve, 1000));
       yield Buffer.from('1}');
     }
-    const error = await rejection(relayFor(t, provider.url, { timeoutMs: 150 }).relay(call({ method: 'POST', body: stalling() })));
+    const error = await rejectionOf(relayFor(t, provider.url, { timeoutMs: 150 }).relay(call({ method: 'POST', body: stalling() })));
     assert.ok(error instanceof RelayUploadStalledError, String(error));
     assert.equal(provider.seen.length, 0);
   });
