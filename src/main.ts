@@ -33,6 +33,12 @@ log.info(
     ? `embedded store at ${config.dataDir}; provider: ${config.providerMode}`
     : `PostgreSQL store; provider: ${config.providerMode}`,
 );
+if (app.sandbox) {
+  log.warn(
+    { provider: 'sandbox' },
+    'provider: the sandbox, mounted at /sandbox (connect any code with POST /v1/connections; its control API at /sandbox/control is open to anyone who can reach this port, so never expose sandbox mode)',
+  );
+}
 
 // SIGTERM: stop accepting, let in-flight requests finish (new ones on open connections get 503),
 // then close the store. A second signal or 10 s without finishing exits at once.
