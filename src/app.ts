@@ -32,6 +32,7 @@ import { createWebhookSender } from './modules/webhook-endpoints/webhook-sender.
 import { createContactsModule } from './modules/contacts/index.ts';
 import { createConversationsModule } from './modules/conversations/index.ts';
 import { createMessagesModule } from './modules/messages/index.ts';
+import { createTemplatesModule } from './modules/templates/index.ts';
 import { createProviderWebhooksModule } from './modules/provider-webhooks/index.ts';
 import { createRuntimeModule } from './modules/runtime/index.ts';
 import { lazily } from './provider/lazy.ts';
@@ -119,7 +120,8 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     store: createEventsStore(), queue, clock,
     findSubscribers: (trx, organizationId, type, connectionId) => webhookEndpoints.service.findSubscribers(trx, organizationId, type, connectionId),
   });
-  const connections = createConnectionsModule({ db, clock, audit: audit.service, events, queue, secrets, provider: provider.provider });
+  const templates = createTemplatesModule({ db, clock, events, provider: provider.provider });
+  const connections = createConnectionsModule({ db, clock, audit: audit.service, events, queue, secrets, provider: provider.provider, templates: templates.service });
   const apiKeys = createApiKeysModule({ db, clock, audit: audit.service, connections: connections.service });
   const oauthTokens = createOauthTokensModule({ db, clock });
   const auth = createAuthModule({
@@ -145,7 +147,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   const conversations = createConversationsModule({ clock, events });
   const messages = createMessagesModule({ clock, events, contacts: contacts.service, conversations: conversations.service });
   const providerWebhooks = createProviderWebhooksModule({
-    db, clock, queue, log, inbound: provider.inbound, connections: connections.service, messages: messages.service,
+    db, clock, queue, log, inbound: provider.inbound, connections: connections.service, messages: messages.service, templates: templates.service,
   });
   const webhookEndpoints = createWebhookEndpointsModule({
     db, clock, secrets, transport: sender, events, audit: audit.service, connections: connections.service,

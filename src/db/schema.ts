@@ -256,6 +256,23 @@ export interface MessagesTable {
   updated_at: string;
 }
 
+export interface TemplatesTable {
+  id: string;
+  organization_id: string;
+  connection_id: string;
+  provider_template_id: string;
+  name: string;
+  language: string;
+  category: string | null;
+  status: string;
+  status_reason: string | null;
+  parameter_format: string;
+  /** JSON: the components in the API's shape. */
+  components: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -275,4 +292,5 @@ export interface Database {
   contacts: ContactsTable;
   conversations: ConversationsTable;
   messages: MessagesTable;
+  templates: TemplatesTable;
 }

@@ -6,6 +6,7 @@ import * as eventsAndWebhooks from './0004_events_and_webhooks.ts';
 import * as mails from './0005_mails.ts';
 import * as provider from './0006_provider.ts';
 import * as messaging from './0007_messaging.ts';
+import * as templates from './0008_templates.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005_mails': mails,
   '0006_provider': provider,
   '0007_messaging': messaging,
+  '0008_templates': templates,
 };

@@ -270,3 +270,43 @@ describe('what the provider says about a connected number', () => {
     assert.match(state.onboarding.failure_reason, /24 hours/);
   });
 });
+
+describe("a connection's templates", () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  before(async () => ({ server, owner } = await startServerWithOwner()));
+  after(() => server.close());
+  const templatesOf = (connectionId: string) => server.app.store.db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).orderBy('name').execute();
+
+  it('sync records the account’s templates; the provider’s review is template.status_changed; one gone is deleted', async () => {
+    const connection = await createConnection(server, owner);
+    const key = await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: connection.id });
+    // A template made at the provider itself, through the runtime surface.
+    const created = await server.request('POST', `/runtime/v24.0/${connection.waba_id}/message_templates`, {
+      token: key.key,
+      body: { name: 'order_ready', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Your order {{1}} is ready', example: { body_text: [['A-1']] } }] },
+    });
+    assert.equal(created.status, 200, created.text);
+
+    assert.equal((await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: owner.token })).status, 200);
+    let rows = await templatesOf(connection.id);
+    assert.deepEqual(rows.map((row) => [row.name, row.status]), [['hello_world', 'approved'], ['order_ready', 'pending']]);
+    const body = (JSON.parse(rows[1]!.components) as { type: string; text?: string }[]).find((component) => component.type === 'body');
+    assert.equal(body?.text, 'Your order {{1}} is ready');
+
+    await control(server, 'template-status', { template_id: created.body.id, status: 'APPROVED' });
+    await server.app.sandbox!.idle();
+    await server.app.worker.drain();
+    rows = await templatesOf(connection.id);
+    assert.equal(rows[1]!.status, 'approved');
+    const changed = (await eventsOf(server, owner.organizationId, 'template.status_changed')).filter((t) => t.connection_id === connection.id);
+    assert.deepEqual(changed.map((t) => [t.name, t.status]), [['order_ready', 'approved']]);
+    assert.match(changed[0]!.id, /^tpl_/);
+
+    const removed = await server.request('DELETE', `/runtime/v24.0/${connection.waba_id}/message_templates?name=order_ready`, { token: key.key });
+    assert.equal(removed.status, 200, removed.text);
+    assert.equal((await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: owner.token })).status, 200);
+    rows = await templatesOf(connection.id);
+    assert.equal(rows.find((row) => row.name === 'order_ready')!.status, 'deleted');
+  });
+});

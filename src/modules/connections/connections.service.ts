@@ -14,6 +14,7 @@ import { newId } from '../../lib/ids.ts';
 import { isProviderError, providerErrorToAppError, type PhoneNumberInfo, type Provider, type ProviderCredentials, type ProviderError } from '../../provider/provider.ts';
 import { THROUGHPUT_PER_SECOND } from '../../provider/pacing.ts';
 import type { AuditEventsService, SystemActor } from '../audit-events/index.ts';
+import type { TemplatesService } from '../templates/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import {
   METADATA_MAX_KEYS,
@@ -132,10 +133,11 @@ export interface ConnectionsServiceDeps {
   queue: Queue;
   secrets: SecretBox;
   provider: Provider;
+  templates: TemplatesService;
 }
 
 export function createConnectionsService(deps: ConnectionsServiceDeps) {
-  const { db, store, clock, audit, events, queue, secrets, provider } = deps;
+  const { db, store, clock, audit, events, queue, secrets, provider, templates } = deps;
 
   /** Resolves a connection the caller may address: tenant, connection key and mode rules in one place. */
   async function getRow(executor: Db, principal: Principal, id: string, param?: string): Promise<ConnectionsTable> {
@@ -342,12 +344,17 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
       });
     },
 
-    /** Reads the number's state from the provider again (quality, messaging limit, throughput, name). */
+    /**
+     * Reads the number's state from the provider again (quality, messaging limit, throughput, name)
+     * and its account's templates.
+     */
     async sync(actor: Actor, id: string): Promise<Connection> {
       const row = await getRow(db, actor.principal, id);
       if (row.status === 'disconnected') throw new AppError('connection_inactive', 'The connection was disconnected.');
       if (row.status === 'needs_reauth') throw new AppError('connection_needs_reauth');
-      return toConnection(await refreshNumber(row));
+      const refreshed = await refreshNumber(row);
+      await callProvider(refreshed, () => templates.sync({ connectionId: row.id, organizationId: row.organization_id, credentials: credentialsOf(refreshed) }));
+      return toConnection(refreshed);
     },
 
     /** Exchanges a new signup code for the same number, and reconnects a connection that needs it. */
@@ -429,6 +436,14 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
         phoneNumberId,
         displayPhoneNumber: row.display_phone_number,
       };
+    },
+
+    /** The connections serving a business account's numbers, for the provider's account-wide webhooks. */
+    async findServingAccount(executor: Db, wabaId: string): Promise<ServingConnection[]> {
+      return (await store.findServingAccount(executor, wabaId)).map((row) => ({
+        id: row.id, organizationId: row.organization_id, test: toBoolean(row.test), coexistence: toBoolean(row.coexistence),
+        phoneNumberId: row.phone_number_id ?? '', displayPhoneNumber: row.display_phone_number,
+      }));
     },
 
     /** The provider says a number's quality or limit moved: read it again, which emits what changed. */

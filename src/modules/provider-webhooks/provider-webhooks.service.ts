@@ -9,6 +9,7 @@ import type { Log } from '../../lib/log.ts';
 import type { ProviderUpdate } from '../../provider/updates.ts';
 import type { ConnectionsService, ServingConnection } from '../connections/index.ts';
 import type { MessagesService } from '../messages/index.ts';
+import type { TemplatesService } from '../templates/index.ts';
 import type { ProviderWebhooksStore } from './provider-webhooks.store.ts';
 
 /** The provider's account events after which we can no longer reach the account's numbers. */
@@ -32,10 +33,11 @@ export interface ProviderWebhooksServiceDeps {
   inbound: InboundWebhooks;
   connections: ConnectionsService;
   messages: MessagesService;
+  templates: TemplatesService;
 }
 
 export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps) {
-  const { db, store, clock, queue, log, inbound, connections, messages } = deps;
+  const { db, store, clock, queue, log, inbound, connections, messages, templates } = deps;
 
   /** Finds the connection of a number, or says why the update is skipped. */
   async function serving(trx: Db, phoneNumberId: string, kind: string): Promise<ServingConnection | undefined> {
@@ -86,10 +88,16 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       case 'errors':
         log.warn({ phone_number_id: update.number.phoneNumberId, errors: update.errors }, 'the provider reported errors for a number');
         return;
-      // Echoes and template statuses are processed by the conversations and templates modules once
-      // they exist; until then the webhook's bytes stay in provider_webhooks, so nothing is lost.
-      case 'echo':
       case 'template_status':
+        return db.transaction().execute(async (trx) => {
+          for (const connection of await connections.findServingAccount(trx, update.wabaId)) {
+            const known = await templates.statusChanged(trx, connection.id, update);
+            if (!known) log.info({ connection_id: connection.id, provider_template_id: update.providerTemplateId }, 'status of a template not synced yet; the next sync records it');
+          }
+        });
+      // Echoes are processed by the conversations module once it exists; until then the webhook's
+      // bytes stay in provider_webhooks, so nothing is lost.
+      case 'echo':
       case 'unhandled':
         log.info({ kind: update.kind }, 'provider update kept but not processed');
         return;
