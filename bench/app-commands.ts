@@ -56,6 +56,42 @@ export interface JobCounts {
   deliveries: Record<string, number>;
 }
 
+export interface WaitForInboundArgs {
+  /** Resolve once this many inbound messages (and as many `message.received` events) are stored; 0 reads once. */
+  messages: number;
+  timeoutMs: number;
+  /** How often to count while waiting; default 50 ms. */
+  pollMs?: number;
+  /**
+   * Also answer when the n-th `message.received` event (1-based, in created_at order) was stamped,
+   * for each n: the time a given part of a batch was done, whenever the bench gets to ask.
+   */
+  receivedAtPositions?: number[];
+  /** Also answer how many `message.received` events were stamped at or before each of these epoch milliseconds. */
+  receivedBy?: number[];
+}
+
+/** What inbound provider webhooks have left in the store so far. */
+export interface InboundCounts {
+  /** Inbound messages stored. */
+  messages: number;
+  /** `message.received` events stored. */
+  messageReceivedEvents: number;
+  contacts: number;
+  /** Provider webhooks stored, and how many of them the worker has processed. */
+  providerWebhooks: number;
+  providerWebhooksProcessed: number;
+  /** Epoch milliseconds of the newest `message.received` event's created_at (set at emit); 0 if none. */
+  lastMessageReceivedAt: number;
+  /** Epoch milliseconds at which these counts were read. */
+  at: number;
+  timedOut: boolean;
+  /** For each of `receivedAtPositions`: epoch milliseconds, or 0 when there is no such event yet. */
+  receivedAt: number[];
+  /** For each of `receivedBy`: a count. */
+  receivedByCounts: number[];
+}
+
 const ROWS_PER_TRANSACTION = 10_000;
 // Rows per INSERT. Each statement binds a handful of values whatever its size (the varying columns
 // travel as one array or JSON document), so it is bounded by memory, not by parameter limits.
@@ -196,6 +232,52 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
         await Promise.all(pending);
       }
       return { emitted: args.count, startedAt, finishedAt: Date.now() };
+    },
+
+    async waitForInbound(args: WaitForInboundArgs): Promise<InboundCounts> {
+      const deadline = Date.now() + args.timeoutMs;
+      const count = async () => {
+        const [messages, events] = await Promise.all([
+          db.selectFrom('messages').select(sql<number>`count(*)`.as('count')).where('direction', '=', 'inbound').executeTakeFirstOrThrow(),
+          db.selectFrom('events').select(sql<number>`count(*)`.as('count')).where('type', '=', 'message.received').executeTakeFirstOrThrow(),
+        ]);
+        return { messages: Number(messages.count), events: Number(events.count) };
+      };
+      let counted = await count();
+      while ((counted.messages < args.messages || counted.events < args.messages) && Date.now() < deadline) {
+        await sleep(args.pollMs ?? 50);
+        counted = await count();
+      }
+      const at = Date.now();
+      const [contacts, webhooks, last] = await Promise.all([
+        db.selectFrom('contacts').select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow(),
+        db.selectFrom('provider_webhooks').select([sql<number>`count(*)`.as('count'), sql<number>`count(processed_at)`.as('processed')]).executeTakeFirstOrThrow(),
+        db.selectFrom('events').select(sql<string | null>`max(created_at)`.as('created_at')).where('type', '=', 'message.received').executeTakeFirstOrThrow(),
+      ]);
+      const receivedAt: number[] = [];
+      for (const position of args.receivedAtPositions ?? []) {
+        const row = await db.selectFrom('events').select('created_at').where('type', '=', 'message.received')
+          .orderBy('created_at').orderBy('id').offset(position - 1).limit(1).executeTakeFirst();
+        receivedAt.push(row ? Date.parse(row.created_at) : 0);
+      }
+      const receivedByCounts: number[] = [];
+      for (const epochMs of args.receivedBy ?? []) {
+        const row = await db.selectFrom('events').select(sql<number>`count(*)`.as('count')).where('type', '=', 'message.received')
+          .where('created_at', '<=', new Date(epochMs).toISOString()).executeTakeFirstOrThrow();
+        receivedByCounts.push(Number(row.count));
+      }
+      return {
+        receivedAt,
+        receivedByCounts,
+        messages: counted.messages,
+        messageReceivedEvents: counted.events,
+        contacts: Number(contacts.count),
+        providerWebhooks: Number(webhooks.count),
+        providerWebhooksProcessed: Number(webhooks.processed),
+        lastMessageReceivedAt: last.created_at ? Date.parse(last.created_at) : 0,
+        at,
+        timedOut: counted.messages < args.messages || counted.events < args.messages,
+      };
     },
 
     async jobCounts(): Promise<JobCounts> {

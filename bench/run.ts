@@ -18,6 +18,9 @@ const BENCHES: Bench[] = [
   { name: 'idempotency', file: 'idempotency.ts', description: 'POST /v1/api-keys with a unique Idempotency-Key vs the same POST without one' },
   { name: 'list', file: 'list.ts', description: 'GET /v1/events?limit=25 over 100k audit rows vs bare Fastify; then every page with after, first vs last' },
   { name: 'webhooks', file: 'webhooks.ts', description: 'webhook events emitted in the service to loopback receivers vs raw undici POSTs of the same bodies' },
+  { name: 'pacing', file: 'pacing.ts', description: 'a burst of 2,000 sends at one number paced to 100/s, cloud adapter to the sandbox: most in any second, time vs ideal' },
+  { name: 'inbound', file: 'inbound.ts', description: 'signed provider webhooks POSTed at /provider/webhook: accepted/s and processed/s (message stored, event emitted) vs bare Fastify checking the signature' },
+  { name: 'runtime', file: 'runtime.ts', description: 'GET /runtime/v24.0/{pn} with a connection key vs the same sandbox endpoint called directly with the business token' },
 ];
 
 function printKnown(): void {

@@ -1,0 +1,348 @@
+/**
+ * `inbound`: provider webhooks in, end to end. Distinct signed webhook envelopes (one customer
+ * message each, from a handful of customers) are POSTed at `/provider/webhook` of the service, whose
+ * own job worker runs beside its HTTP server in the one process (ROLE=all, as `npm start` runs it).
+ * Two rates: accepted (signature checked, body stored, job queued, 200 answered) and fully processed
+ * (from the first POST until every message is stored with its contact and conversation and its
+ * `message.received` event emitted). Against a bare Fastify route that reads the raw body, checks the
+ * same HMAC-SHA256 signature with the service's own function and answers the same bytes, under the
+ * same load, in the same run.
+ *
+ * The baseline server is this very file, forked as a helper child with BENCH_INBOUND_ROLE=baseline:
+ * what it serves is small enough not to deserve a script of its own.
+ *
+ * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
+ * BENCH_INBOUND_WEBHOOKS (default 4,000), BENCH_INBOUND_CONNECTIONS (50) and BENCH_INBOUND_CUSTOMERS
+ * (20) change the size of the run.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import type { InboundCounts, JobCounts, WaitForInboundArgs } from './app-commands.ts';
+import { cpuSeconds, mib, printResult, printTable, reportToParent, requestJson, runBench, startApp, startHelper, type AppServer } from './lib.ts';
+
+const PATH = '/provider/webhook';
+// What the service answers an accepted webhook with; the baseline sends the same bytes.
+const RECEIVED_BODY = '{"received":true}';
+const RECEIVED_TYPE = 'application/json; charset=utf-8';
+
+function positiveIntegerFromEnv(name: string): number | undefined {
+  const value = process.env[name];
+  if (value === undefined || value === '') return undefined;
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < 1) throw new Error(`${name} must be a whole number of at least 1 (got "${value}")`);
+  return parsed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The baseline child: bare Fastify, one POST route, the raw body, the signature check, 200.
+
+async function serveBaseline(): Promise<void> {
+  const secret = process.env.BENCH_INBOUND_APP_SECRET;
+  if (!secret) throw new Error('BENCH_INBOUND_APP_SECRET is not set; the baseline is started by bench/inbound.ts');
+  const { default: Fastify } = await import('fastify');
+  const { verifyProviderSignature } = await import('../src/provider/whatsapp/webhook-signature.ts');
+  const app = Fastify({ logger: false });
+  // As the service does: the signature covers the exact bytes, so the body stays a Buffer.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.post(PATH, (request, reply) => {
+    const signature = request.headers['x-hub-signature-256'];
+    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    if (!verifyProviderSignature(body, typeof signature === 'string' ? signature : undefined, secret)) {
+      return reply.code(401).type(RECEIVED_TYPE).send('{"error":"signature_invalid"}');
+    }
+    return reply.code(200).type(RECEIVED_TYPE).send(RECEIVED_BODY);
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('the baseline did not bind a TCP port');
+  reportToParent(address.port, () => app.close());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bench.
+
+const WEBHOOKS = positiveIntegerFromEnv('BENCH_INBOUND_WEBHOOKS') ?? 4_000;
+const CONNECTIONS = positiveIntegerFromEnv('BENCH_INBOUND_CONNECTIONS') ?? 50;
+const CUSTOMERS = positiveIntegerFromEnv('BENCH_INBOUND_CUSTOMERS') ?? 20;
+const WARMUP_WEBHOOKS = 400;
+const BASELINE_PASSES = 3;
+// Accepted with the worker stopped, then drained with no HTTP load: the two halves of the work apart.
+const SPLIT_WEBHOOKS = Math.max(1, Math.round(WEBHOOKS / 2));
+// Generous (a floor of about 100 processed a second): a stalled worker fails the bench instead of hanging it.
+const PROCESS_TIMEOUT_MS = Math.max(45_000, WEBHOOKS * 10);
+const PASSWORD = 'correct horse battery staple';
+
+interface BusinessNumber {
+  phoneNumberId: string;
+  wabaId: string;
+  /** Digits only, as the provider writes it in `metadata`. */
+  displayPhoneNumber: string;
+}
+
+interface Signed {
+  body: string;
+  signature: string;
+}
+
+/** One customer's text message, in the provider's envelope, signed as the provider signs it. */
+function signedEnvelope(number: BusinessNumber, secret: string, index: number, batch: string, sentAt: number): Signed {
+  const customer = index % CUSTOMERS;
+  const waId = `4477009${String(customer).padStart(5, '0')}`;
+  const body = JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [{
+      id: number.wabaId,
+      changes: [{
+        field: 'messages',
+        value: {
+          messaging_product: 'whatsapp',
+          metadata: { display_phone_number: number.displayPhoneNumber, phone_number_id: number.phoneNumberId },
+          contacts: [{ profile: { name: `Customer ${String(customer).padStart(3, '0')}` }, wa_id: waId }],
+          messages: [{
+            from: waId,
+            // The provider's ids are base64 of about 45 bytes; unique here by batch and index.
+            id: `wamid.HBgM${batch}${String(index).padStart(7, '0')}${randomBytes(24).toString('base64url')}`,
+            timestamp: String(Math.floor(sentAt / 1000)),
+            type: 'text',
+            text: { body: `Hello, this is message ${index} about my order, could someone get back to me today?` },
+          }],
+        },
+      }],
+    }],
+  });
+  return { body, signature: `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` };
+}
+
+interface PostRun {
+  /** Epoch milliseconds when the first request was sent and when the last answer was read. */
+  startedAt: number;
+  finishedAt: number;
+  /** Per request, in milliseconds, sorted. */
+  latenciesMs: number[];
+  /** The first answer's body and content type, to check the baseline answers the same. */
+  sample: { body: string; contentType: string };
+}
+
+/** POSTs every envelope once, `CONNECTIONS` at a time over as many keep-alive connections. */
+async function postAll(url: string, envelopes: Signed[]): Promise<PostRun> {
+  const { Pool } = await import('undici');
+  const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
+  const latenciesMs = new Array<number>(envelopes.length);
+  let sample: PostRun['sample'] | undefined;
+  let next = 0;
+  try {
+    const startedAt = Date.now();
+    await Promise.all(
+      Array.from({ length: Math.min(CONNECTIONS, envelopes.length) }, async () => {
+        while (next < envelopes.length) {
+          const index = next++;
+          const envelope = envelopes[index]!;
+          const sent = performance.now();
+          const response = await pool.request({
+            path: PATH,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'user-agent': 'facebookexternalua', 'x-hub-signature-256': envelope.signature },
+            body: envelope.body,
+          });
+          const text = await response.body.text();
+          latenciesMs[index] = performance.now() - sent;
+          if (response.statusCode !== 200) throw new Error(`POST ${url}${PATH}: ${response.statusCode} ${text}`);
+          sample ??= { body: text, contentType: String(response.headers['content-type']) };
+        }
+      }),
+    );
+    return { startedAt, finishedAt: Date.now(), latenciesMs: latenciesMs.sort((a, b) => a - b), sample: sample! };
+  } finally {
+    await pool.close();
+  }
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
+}
+
+const perSecond = (count: number, fromMs: number, toMs: number) => count / ((toMs - fromMs) / 1000);
+
+/** Counts what the service has stored; with `messages` > 0, once that many are (or at the time limit). */
+function counts(app: AppServer, messages = 0, more: Pick<WaitForInboundArgs, 'receivedAtPositions' | 'receivedBy'> = {}): Promise<InboundCounts> {
+  return app.call<InboundCounts>('waitForInbound', { messages, timeoutMs: messages === 0 ? 0 : PROCESS_TIMEOUT_MS, ...more } satisfies WaitForInboundArgs);
+}
+
+/**
+ * Samples a process's CPU time every 10 ms (the resolution /proc has anyway) until stopped, and then
+ * answers what it had used by a given epoch millisecond: the last sample taken at or before it.
+ */
+function sampleCpu(pid: number): { stop(): (epochMs: number) => number | undefined } {
+  const samples: { at: number; cpu: number }[] = [];
+  const take = () => {
+    const cpu = cpuSeconds(pid);
+    if (cpu !== undefined) samples.push({ at: Date.now(), cpu });
+  };
+  take();
+  const timer = setInterval(take, 10);
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      return (epochMs) => samples.findLast((sample) => sample.at <= epochMs)?.cpu;
+    },
+  };
+}
+
+async function bench(): Promise<void> {
+  const secret = randomBytes(32).toString('hex');
+  const app = await startApp({ PROVIDER_APP_SECRET: secret });
+  const signup = await requestJson<{ token: string }>(`${app.url}/auth/signup`, {
+    body: { email: 'bench@example.com', password: PASSWORD, organization_name: 'Bench Ltd' },
+    expectStatus: 201,
+  });
+  const connection = await requestJson<{ phone_number_id: string; waba_id: string; display_phone_number: string | null }>(`${app.url}/v1/connections`, {
+    token: signup.token,
+    body: { code: 'bench', name: 'Bench line' },
+    expectStatus: 201,
+  });
+  const number: BusinessNumber = {
+    phoneNumberId: connection.phone_number_id,
+    wabaId: connection.waba_id,
+    displayPhoneNumber: (connection.display_phone_number ?? '15550000000').replace(/\D/g, ''),
+  };
+
+  // Signed before any load, so that signing costs the load generator nothing during it.
+  const now = Date.now();
+  const sign = (count: number, batch: string) => Array.from({ length: count }, (_, i) => signedEnvelope(number, secret, i, batch, now));
+  const warmup = sign(WARMUP_WEBHOOKS, 'W');
+  const split = sign(SPLIT_WEBHOOKS, 'S');
+  const measured = sign(WEBHOOKS, 'M');
+  const bytes = measured.reduce((sum, envelope) => sum + Buffer.byteLength(envelope.body), 0) / measured.length;
+  console.log(
+    `inbound: ${WEBHOOKS} distinct signed webhooks (one text message each, from ${CUSTOMERS} customers, ${bytes.toFixed(0)} bytes on average) ` +
+      `POSTed at ${PATH}, ${CONNECTIONS} at a time; store: ${app.store}; the service's own worker processes them in the same process ` +
+      `(ROLE=all); baseline: bare Fastify checking the same signature, the same bodies ${BASELINE_PASSES} times over. Before that, apart: ${SPLIT_WEBHOOKS} accepted with the worker ` +
+      'stopped, then drained by it with no HTTP load.',
+  );
+
+  // Baseline first, and stopped before the service is loaded.
+  const baseline = await startHelper('inbound.ts', { BENCH_INBOUND_ROLE: 'baseline', BENCH_INBOUND_APP_SECRET: secret });
+  await postAll(baseline.url, warmup);
+  // The same bodies several times over (the baseline keeps nothing, so repeats cost it the same): at
+  // its rate one pass lasts under a second, short enough for one hiccup of the machine to set its p99.
+  const baselineWebhooks = Array.from({ length: BASELINE_PASSES }, () => measured).flat();
+  const baseCpuBefore = cpuSeconds(baseline.pid);
+  const base = await postAll(baseline.url, baselineWebhooks);
+  const baseCpuAfter = cpuSeconds(baseline.pid);
+  await baseline.stop();
+
+  // The two halves apart. The worker is not running yet (bench/serve-app.ts starts it on command),
+  // so the warm-up and the split batch are only accepted and queued...
+  const warm = await postAll(app.url, warmup);
+  if (warm.sample.body !== base.sample.body || warm.sample.contentType !== base.sample.contentType) {
+    throw new Error(`the baseline answers ${base.sample.contentType} ${base.sample.body}, the service ${warm.sample.contentType} ${warm.sample.body}`);
+  }
+  const queuedBefore = await counts(app);
+  const acceptCpuBefore = cpuSeconds(app.pid);
+  const acceptOnly = await postAll(app.url, split);
+  const acceptCpuAfter = cpuSeconds(app.pid);
+  // ...then the service's own worker (as src/main.ts starts it with ROLE=all) drains them all, the
+  // warm-up's first (jobs are claimed by run_at): those are the processing path's warm-up, so the
+  // drain's row runs from the warm-up's last message to the batch's last. Both times come from the
+  // events' created_at, and the CPU at those times from /proc samples taken meanwhile: on SQLite a
+  // count asked for during the drain waits behind the worker's transactions, so its answer comes late.
+  const cpuSamples = sampleCpu(app.pid);
+  await app.call('startWorker', {});
+  const warmupDone = queuedBefore.messages + WARMUP_WEBHOOKS;
+  const splitDone = warmupDone + SPLIT_WEBHOOKS;
+  const drained = await counts(app, splitDone, { receivedAtPositions: [warmupDone, splitDone] });
+  const cpuDuringDrain = cpuSamples.stop();
+  if (drained.timedOut) {
+    const jobs = await app.call<JobCounts>('jobCounts');
+    throw new Error(
+      `drain: ${drained.messages} messages stored within ${PROCESS_TIMEOUT_MS / 1000} s, expected ${splitDone}; ` +
+        `${drained.providerWebhooksProcessed} of ${drained.providerWebhooks} provider webhooks processed; jobs: ${JSON.stringify(jobs.jobs)}`,
+    );
+  }
+  const [drainFrom, drainTo] = drained.receivedAt as [number, number];
+  const rssBefore = await app.rss();
+
+  // The measure: HTTP and worker together.
+  const cpuDuringRun = sampleCpu(app.pid);
+  const real = await postAll(app.url, measured);
+  const expected = drained.messages + WEBHOOKS;
+  const done = await counts(app, expected, { receivedBy: [real.finishedAt] });
+  const cpuAt = cpuDuringRun.stop();
+  // Fully processed: every webhook answered 200 and every message stored with its event. The newest
+  // message.received event's created_at is stamped in its processing transaction, a fraction of a
+  // millisecond before it commits: more precise than the poll that noticed it.
+  const processedAt = Math.max(real.finishedAt, done.lastMessageReceivedAt);
+  const [cpuBefore, cpuAccepted, cpuDone] = [cpuAt(real.startedAt), cpuAt(real.finishedAt), cpuAt(processedAt)];
+  const rss = await app.rss();
+  const jobs = await app.call<JobCounts>('jobCounts');
+  if (done.timedOut || done.messages !== expected || done.messageReceivedEvents !== expected) {
+    throw new Error(
+      `expected ${expected} messages and message.received events, found ${done.messages} and ${done.messageReceivedEvents}` +
+        `${done.timedOut ? ` after ${PROCESS_TIMEOUT_MS / 1000} s` : ''}; jobs: ${JSON.stringify(jobs.jobs)}`,
+    );
+  }
+  // Each batch numbers its messages from 0 and gives message i to customer i mod CUSTOMERS.
+  const contacts = Math.min(CUSTOMERS, Math.max(WARMUP_WEBHOOKS, SPLIT_WEBHOOKS, WEBHOOKS));
+  if (done.contacts !== contacts) throw new Error(`expected ${contacts} contacts, found ${done.contacts}`);
+
+  const baseAccepted = perSecond(baselineWebhooks.length, base.startedAt, base.finishedAt);
+  const accepted = perSecond(WEBHOOKS, real.startedAt, real.finishedAt);
+  const processed = perSecond(WEBHOOKS, real.startedAt, processedAt);
+  // By the time stamps, not by a count taken then: that count would wait behind the worker on SQLite.
+  const processedDuringPosts = done.receivedByCounts[0]! - drained.messages;
+  const cpuUs = (count: number, from: number | undefined, to: number | undefined) =>
+    from === undefined || to === undefined ? 'n/a' : (((to - from) * 1e6) / count).toFixed(0);
+  const ms = (value: number) => value.toFixed(1);
+  const latencies = (run: PostRun) => [ms(percentile(run.latenciesMs, 0.5)), ms(percentile(run.latenciesMs, 0.99)), ms(run.latenciesMs.at(-1)!)];
+  const seconds = (fromMs: number, toMs: number) => ((toMs - fromMs) / 1000).toFixed(2);
+
+  console.log('');
+  printTable(
+    ['target', 'webhooks', 'seconds', 'per s', 'p50 ms', 'p99 ms', 'max ms', 'server CPU µs/webhook'],
+    [
+      [
+        'service: accepted (200)', String(WEBHOOKS), seconds(real.startedAt, real.finishedAt), accepted.toFixed(0),
+        ...latencies(real), cpuUs(WEBHOOKS, cpuBefore, cpuAccepted),
+      ],
+      [
+        'service: fully processed', String(WEBHOOKS), seconds(real.startedAt, processedAt), processed.toFixed(0),
+        '', '', '', cpuUs(WEBHOOKS, cpuBefore, cpuDone),
+      ],
+      [
+        'baseline (bare Fastify, signature only)', String(baselineWebhooks.length), seconds(base.startedAt, base.finishedAt), baseAccepted.toFixed(0),
+        ...latencies(base), cpuUs(baselineWebhooks.length, baseCpuBefore, baseCpuAfter),
+      ],
+      [
+        '  apart: accepted, worker stopped', String(SPLIT_WEBHOOKS), seconds(acceptOnly.startedAt, acceptOnly.finishedAt),
+        perSecond(SPLIT_WEBHOOKS, acceptOnly.startedAt, acceptOnly.finishedAt).toFixed(0), ...latencies(acceptOnly),
+        cpuUs(SPLIT_WEBHOOKS, acceptCpuBefore, acceptCpuAfter),
+      ],
+      [
+        '  apart: drained by the worker, no HTTP', String(SPLIT_WEBHOOKS), seconds(drainFrom, drainTo),
+        perSecond(SPLIT_WEBHOOKS, drainFrom, drainTo).toFixed(0), '', '', '',
+        cpuUs(SPLIT_WEBHOOKS, cpuDuringDrain(drainFrom), cpuDuringDrain(drainTo)),
+      ],
+    ],
+  );
+  console.log('');
+  console.log(
+    `when the last POST was answered, ${processedDuringPosts} of ${WEBHOOKS} messages were already stored ` +
+      `(${((processedDuringPosts / WEBHOOKS) * 100).toFixed(0)} %); the rest took ${seconds(real.finishedAt, processedAt)} s more. ` +
+      'Server CPU: the service process as a whole (HTTP and worker), from the first POST to the last answer, or to the last message ' +
+      `stored. The drain's first ${WARMUP_WEBHOOKS} messages (the warm-up's) are not in its row.`,
+  );
+  console.log(
+    `stored in the end: ${done.messages} messages, ${done.messageReceivedEvents} message.received events, ${done.contacts} contacts, ` +
+      `${done.providerWebhooksProcessed} of ${done.providerWebhooks} provider webhooks processed; jobs by status: ${JSON.stringify(jobs.jobs)}`,
+  );
+  console.log(`server RSS after the run: ${mib(rss)} MiB (before it: ${mib(rssBefore)} MiB)`);
+  console.log('');
+  printResult('inbound', 'accepted_per_s', accepted, baseAccepted);
+  printResult('inbound', 'processed_per_s', processed, baseAccepted);
+  printResult('inbound', 'p99_ms', percentile(real.latenciesMs, 0.99), percentile(base.latenciesMs, 0.99), 2);
+}
+
+if (process.env.BENCH_INBOUND_ROLE === 'baseline') await serveBaseline();
+else await runBench('inbound', bench);
