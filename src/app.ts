@@ -143,7 +143,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
   });
   const sender = createWebhookSender({ allowPrivateNetworks: config.webhookAllowPrivateNetworks });
-  const contacts = createContactsModule({ clock, events });
+  const contacts = createContactsModule({ db, clock, events, audit: audit.service });
   const conversations = createConversationsModule({ clock, events });
   const messages = createMessagesModule({ clock, events, contacts: contacts.service, conversations: conversations.service });
   const providerWebhooks = createProviderWebhooksModule({
@@ -157,7 +157,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: provider.graphBaseUrl, pacer: provider.pacer });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation: store.dialect.isUniqueViolation, secrets });
   return {
-    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime],
+    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts],
     sandbox: provider.sandbox,
     worker,
     closeables: [sender, provider],
@@ -166,6 +166,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
       apiKeys: apiKeys.service, oauthTokens: oauthTokens.service, auth: auth.service, credentials,
       idempotencyKeys: idempotencyKeys.service, webhookEndpoints: webhookEndpoints.service, mail: mail.service, events, queue,
       messages: messages.service, providerWebhooks: providerWebhooks.service,
+      contacts: contacts.service,
     },
   };
 }

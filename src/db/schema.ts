@@ -220,6 +220,26 @@ export interface ContactsTable {
   last_inbound_at: string | null;
   created_at: string;
   updated_at: string;
+  email: string | null;
+  /** The effective marketing consent: `opted_in`, `opted_out` or `unknown`. */
+  marketing_consent: string;
+  /** `recorded_at` and `source` of the consent record that set `marketing_consent`. */
+  marketing_consent_since: string | null;
+  marketing_consent_source: string | null;
+  /** Set when deleted: the row stays for the messages and conversations that point at it. */
+  deleted_at: string | null;
+}
+
+/** The consent history: every opt-in and opt-out recorded for a contact, kept even when it changed nothing. */
+export interface ContactConsentsTable {
+  id: string;
+  organization_id: string;
+  contact_id: string;
+  topic: string;
+  status: string;
+  source: string;
+  recorded_at: string;
+  created_at: string;
 }
 
 export interface ConversationsTable {
@@ -290,6 +310,7 @@ export interface Database {
   mails: MailsTable;
   provider_webhooks: ProviderWebhooksTable;
   contacts: ContactsTable;
+  contact_consents: ContactConsentsTable;
   conversations: ConversationsTable;
   messages: MessagesTable;
   templates: TemplatesTable;

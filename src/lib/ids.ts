@@ -13,6 +13,7 @@ export const ID_PREFIXES = {
   organization: 'org',
   event: 'evt',
   contact: 'ct',
+  contactConsent: 'cns',
   template: 'tpl',
   media: 'med',
   notification: 'ntf',

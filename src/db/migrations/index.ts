@@ -7,6 +7,7 @@ import * as mails from './0005_mails.ts';
 import * as provider from './0006_provider.ts';
 import * as messaging from './0007_messaging.ts';
 import * as templates from './0008_templates.ts';
+import * as contacts from './0009_contacts.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_provider': provider,
   '0007_messaging': messaging,
   '0008_templates': templates,
+  '0009_contacts': contacts,
 };

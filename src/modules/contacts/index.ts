@@ -1,14 +1,17 @@
 /**
- * Contacts: the customers an organization talks to, one per E.164 number. Inbound messages from a
- * new number create one. The /v1/contacts endpoints arrive with the messaging core.
+ * Contacts: the customers an organization talks to, one live contact per E.164 number, shared by
+ * all of the organization's connections. Owns the /v1/contacts endpoints, the marketing consent
+ * (every opt-in and opt-out kept, the latest deciding), soft deletion (messages and conversations
+ * keep their contact), and the contact behind each inbound message, created on a number's first one.
  */
-import type { Clock } from '../../lib/clock.ts';
-import type { EventEmitter } from '../../events/emit.ts';
-import { createContactsService } from './contacts.service.ts';
+import type { HttpServer } from '../../http/server.ts';
+import { registerContactsRoutes } from './contacts.routes.ts';
+import { createContactsService, type ContactsServiceDeps } from './contacts.service.ts';
 import { createContactsStore } from './contacts.store.ts';
 
-export function createContactsModule(deps: { clock: Clock; events: EventEmitter }) {
-  return { service: createContactsService({ ...deps, store: createContactsStore() }) };
+export function createContactsModule(deps: Omit<ContactsServiceDeps, 'store'>) {
+  const service = createContactsService({ ...deps, store: createContactsStore() });
+  return { service, registerRoutes: (app: HttpServer) => registerContactsRoutes(app, service) };
 }
 
 export type { ContactsService } from './contacts.service.ts';
