@@ -1,5 +1,6 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
 import { idPattern, type IdKind } from '../lib/ids.ts';
+import { METADATA_MAX_KEYS } from '../lib/metadata.ts';
 
 /** Schema building blocks shared by every resource. */
 
@@ -17,7 +18,7 @@ export function Nullable<T extends TSchema>(schema: T, options: { description?: 
  * `metadata` is the one open object of the API: any keys, stored and echoed back, never sent to the
  * provider. Bounded so that one resource cannot carry an unbounded blob.
  */
-export const METADATA_MAX_KEYS = 50;
+export { METADATA_MAX_KEYS };
 
 // TypeBox renders a Record's key schema as `patternProperties: {"^.*$": …}`, which drops the key's
 // maxLength; `propertyNames` states it where Ajv will enforce it.
@@ -25,6 +26,13 @@ export const Metadata = Type.Record(Type.String(), Type.Unknown(), {
   maxProperties: METADATA_MAX_KEYS,
   propertyNames: { maxLength: 40 },
   description: 'Your own key/value data: up to 50 keys of at most 40 characters. Stored and echoed back; never sent to the provider.',
+});
+
+/** `metadata` in a `PATCH`: merged into what is stored (`mergeMetadata`), a key set to null removed. */
+export const MetadataPatch = Type.Record(Type.String(), Type.Unknown(), {
+  maxProperties: METADATA_MAX_KEYS,
+  propertyNames: { maxLength: 40 },
+  description: 'Merged into the stored metadata; a key set to null is removed.',
 });
 
 export const PathId = (kind: IdKind) => Type.Object({ id: Id(kind) }, { additionalProperties: false });

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Id, ListOf, ListQuery, METADATA_MAX_KEYS, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 
 export const CONNECTION_STATUSES = ['connected', 'needs_reauth', 'disconnected'] as const;
 export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
@@ -48,7 +48,6 @@ export const ConnectionSchema = Type.Object({
 });
 export type Connection = Static<typeof ConnectionSchema>;
 
-export { METADATA_MAX_KEYS };
 
 const ProviderId = (what: string) => Type.String({ pattern: '^[0-9]{1,32}$', description: `The provider's ${what} id (digits).` });
 
@@ -71,11 +70,7 @@ export type ReauthoriseInput = Static<typeof ReauthoriseBody>;
 
 export const UpdateConnectionBody = Strict({
   name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
-  metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
-    maxProperties: METADATA_MAX_KEYS,
-    propertyNames: { maxLength: 40 },
-    description: 'Merged into the stored metadata; a key set to null is removed.',
-  })),
+  metadata: Type.Optional(MetadataPatch),
 });
 export type UpdateConnectionInput = Static<typeof UpdateConnectionBody>;
 

@@ -11,13 +11,13 @@ import { HOUR, type Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { mergeMetadata } from '../../lib/metadata.ts';
 import { isProviderError, providerErrorToAppError, type PhoneNumberInfo, type Provider, type ProviderCredentials, type ProviderError } from '../../provider/provider.ts';
 import { THROUGHPUT_PER_SECOND } from '../../provider/pacing.ts';
 import type { AuditEventsService, SystemActor } from '../audit-events/index.ts';
 import type { TemplatesService } from '../templates/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import {
-  METADATA_MAX_KEYS,
   QUALITY_RATINGS,
   type ConnectInput,
   type Connection,
@@ -330,15 +330,7 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     async update(actor: Actor, id: string, input: UpdateConnectionInput): Promise<Connection> {
       return db.transaction().execute(async (trx) => {
         const row = await getRow(trx, actor.principal, id);
-        const metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-        for (const [key, value] of Object.entries(input.metadata ?? {})) {
-          if (value === null) delete metadata[key];
-          else metadata[key] = value;
-        }
-        if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
-          throw invalidParam('/metadata', `would hold more than ${METADATA_MAX_KEYS} keys once merged; set unused keys to null`, 'too_many');
-        }
-        const next = await change(trx, row, { name: input.name === undefined ? row.name : input.name, metadata: JSON.stringify(metadata) });
+        const next = await change(trx, row, { name: input.name === undefined ? row.name : input.name, metadata: mergeMetadata(row.metadata, input.metadata) });
         await audit.record(trx, actor, { action: 'connection.updated', target: { type: 'connection', id }, data: { name: next.name } });
         return toConnection(next);
       });

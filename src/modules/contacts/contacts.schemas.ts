@@ -1,7 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { Id, ListOf, ListQuery, METADATA_MAX_KEYS, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 
-export { METADATA_MAX_KEYS };
 
 /** E.164: a `+`, a country code that does not start with 0, at most 15 digits in all. */
 export const E164_PATTERN = '^\\+[1-9][0-9]{6,14}$';
@@ -56,11 +55,7 @@ export type CreateContactInput = Static<typeof CreateContactBody>;
 export const UpdateContactBody = Strict({
   name: Type.Optional(Nullable(Name)),
   email: Type.Optional(Nullable(Email)),
-  metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
-    maxProperties: METADATA_MAX_KEYS,
-    propertyNames: { maxLength: 40 },
-    description: 'Merged into the stored metadata; a key set to null is removed.',
-  })),
+  metadata: Type.Optional(MetadataPatch),
 });
 export type UpdateContactInput = Static<typeof UpdateContactBody>;
 

@@ -6,10 +6,10 @@ import type { EventEmitter } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { mergeMetadata } from '../../lib/metadata.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import {
-  METADATA_MAX_KEYS,
   type ConsentState,
   type ConsentStatus,
   type ConsentTopic,
@@ -146,18 +146,11 @@ export function createContactsService(deps: ContactsServiceDeps) {
     async update(actor: Actor, id: string, input: UpdateContactInput): Promise<Contact> {
       return db.transaction().execute(async (trx) => {
         const row = await lockRow(trx, actor.principal, id);
-        const metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-        for (const [key, value] of Object.entries(input.metadata ?? {})) {
-          if (value === null) delete metadata[key];
-          else metadata[key] = value;
-        }
-        if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
-          throw invalidParam('/metadata', `would hold more than ${METADATA_MAX_KEYS} keys once merged; set unused keys to null`, 'too_many');
-        }
+        const metadata = mergeMetadata(row.metadata, input.metadata);
         const changes: ContactChanges = {
           ...(input.name !== undefined ? { name: input.name } : {}),
           ...(input.email !== undefined ? { email: input.email } : {}),
-          metadata: JSON.stringify(metadata),
+          metadata,
         };
         const before = toContact(row);
         const changed = changedAttributes(before, toContact({ ...row, ...changes }));
