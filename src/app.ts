@@ -145,7 +145,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   const sender = createWebhookSender({ allowPrivateNetworks: config.webhookAllowPrivateNetworks });
   const contacts = createContactsModule({ db, clock, events, audit: audit.service });
   const conversations = createConversationsModule({ clock, events });
-  const messages = createMessagesModule({ clock, events, contacts: contacts.service, conversations: conversations.service });
+  const messages = createMessagesModule({ db, clock, events, contacts: contacts.service, conversations: conversations.service });
   const providerWebhooks = createProviderWebhooksModule({
     db, clock, queue, log, inbound: provider.inbound, connections: connections.service, messages: messages.service, templates: templates.service,
   });
@@ -157,7 +157,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: provider.graphBaseUrl, pacer: provider.pacer });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation: store.dialect.isUniqueViolation, secrets });
   return {
-    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts],
+    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages],
     sandbox: provider.sandbox,
     worker,
     closeables: [sender, provider],

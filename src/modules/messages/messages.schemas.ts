@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Id, Metadata, Nullable, Timestamp } from '../../http/schemas.ts';
+import { Id, ListOf, ListQuery, Metadata, Nullable, Timestamp } from '../../http/schemas.ts';
 
 export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const;
 export const MESSAGE_STATUSES = ['received', 'queued', 'sent', 'delivered', 'read', 'failed'] as const;
@@ -53,3 +53,12 @@ export const MessageSchema = Type.Object({
   updated_at: Timestamp,
 });
 export type Message = Static<typeof MessageSchema>;
+
+export const MessageListQuery = ListQuery({
+  conversation_id: Type.Optional(Id('conversation', "Only this conversation's messages.")),
+  contact_id: Type.Optional(Id('contact', "Only the messages to and from this contact.")),
+  connection_id: Type.Optional(Id('connection', "Only this connection's messages.")),
+  direction: Type.Optional(Type.Enum(MESSAGE_DIRECTIONS, { description: '`inbound` (from the customer) or `outbound`.' })),
+  status: Type.Optional(Type.Enum(MESSAGE_STATUSES, { description: 'Only messages with this status.' })),
+});
+export const MessageListSchema = ListOf(MessageSchema);

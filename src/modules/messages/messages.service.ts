@@ -1,15 +1,18 @@
 import type { Db } from '../../db/connect.ts';
 import { toBoolean } from '../../db/dialect.ts';
+import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import type { EventEmitter } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { MessageBody, ProviderErrorDetail, ProviderStatus } from '../../provider/updates.ts';
 import type { ServingConnection } from '../connections/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
+import type { Principal } from '../credentials/principal.ts';
 import { MESSAGE_TYPES, type Message, type MessageError, type MessageStatus, type MessageType } from './messages.schemas.ts';
-import type { MessagesStore } from './messages.store.ts';
+import type { MessageFilters, MessageScope, MessagesStore } from './messages.store.ts';
 
 interface StoredContext {
   reply_to: string | null;
@@ -73,7 +76,20 @@ function toError(errors: ProviderErrorDetail[]): MessageError | null {
   return first ? { code: first.code, title: first.title ?? null, message: first.message ?? null, details: first.details ?? null } : null;
 }
 
+/**
+ * The connection rules of the API applied to messages (a message is visible when its connection
+ * is): a connection key sees its connection only, an API key only connections of its mode.
+ */
+function scopeOf(principal: Principal): MessageScope {
+  return {
+    organizationId: principal.organizationId,
+    connectionId: principal.connectionId,
+    test: principal.mode === null ? undefined : principal.mode === 'test',
+  };
+}
+
 export interface MessagesServiceDeps {
+  db: Db;
   store: MessagesStore;
   clock: Clock;
   events: EventEmitter;
@@ -82,7 +98,7 @@ export interface MessagesServiceDeps {
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { store, clock, events, contacts, conversations } = deps;
+  const { db, store, clock, events, contacts, conversations } = deps;
 
   async function fileMessage(trx: Db, connection: ServingConnection, input: {
     providerMessageId: string;
@@ -140,6 +156,18 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   }
 
   return {
+    /** Another organization's message, or one on a connection the caller may not see, is not found. */
+    async get(principal: Principal, id: string): Promise<Message> {
+      const row = await store.find(db, scopeOf(principal), id);
+      if (!row) throw notFound('message');
+      return toMessage(row);
+    },
+
+    /** A filter naming another organization's (or an invisible) object simply matches nothing. */
+    async list(principal: Principal, filters: MessageFilters, page: PageRequest): Promise<Page<Message>> {
+      return mapPage(await store.list(db, scopeOf(principal), filters, page), toMessage);
+    },
+
     /** A customer's message: stored with its contact and conversation, then `message.received`. */
     async receive(trx: Db, connection: ServingConnection, input: { providerMessageId: string; from: string; profileName: string | undefined; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
       const message = await fileMessage(trx, connection, {
