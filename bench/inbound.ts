@@ -17,20 +17,12 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { InboundCounts, JobCounts, WaitForInboundArgs } from './app-commands.ts';
-import { cpuSeconds, mib, printResult, printTable, reportToParent, requestJson, runBench, startApp, startHelper, type AppServer } from './lib.ts';
+import { cpuSeconds, percentile, positiveIntegerFromEnv, mib, printResult, printTable, reportToParent, requestJson, runBench, startApp, startHelper, type AppServer } from './lib.ts';
 
 const PATH = '/provider/webhook';
 // What the service answers an accepted webhook with; the baseline sends the same bytes.
 const RECEIVED_BODY = '{"received":true}';
 const RECEIVED_TYPE = 'application/json; charset=utf-8';
-
-function positiveIntegerFromEnv(name: string): number | undefined {
-  const value = process.env[name];
-  if (value === undefined || value === '') return undefined;
-  const parsed = Number(value);
-  if (!Number.isSafeInteger(parsed) || parsed < 1) throw new Error(`${name} must be a whole number of at least 1 (got "${value}")`);
-  return parsed;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The baseline child: bare Fastify, one POST route, the raw body, the signature check, 200.
@@ -155,11 +147,6 @@ async function postAll(url: string, envelopes: Signed[]): Promise<PostRun> {
   } finally {
     await pool.close();
   }
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
 }
 
 const perSecond = (count: number, fromMs: number, toMs: number) => count / ((toMs - fromMs) / 1000);

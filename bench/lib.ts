@@ -540,3 +540,18 @@ export async function runBench(name: string, body: () => Promise<void>): Promise
     await stopAll();
   }
 }
+
+/** The value at `fraction` (0.5, 0.99) of values sorted ascending; NaN for none. */
+export function percentile(sorted: number[], fraction: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
+}
+
+/** A bench size from the environment: unset or empty is undefined, anything but a whole number ≥ 1 stops the bench. */
+export function positiveIntegerFromEnv(name: string): number | undefined {
+  const value = process.env[name];
+  if (value === undefined || value === '') return undefined;
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < 1) throw new Error(`${name} must be a whole number of at least 1 (got "${value}")`);
+  return parsed;
+}

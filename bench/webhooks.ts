@@ -17,7 +17,7 @@
  */
 import { Agent, request } from 'undici';
 import type { EmitEventsResult, JobCounts, StartWorkerArgs } from './app-commands.ts';
-import { cpuSeconds, printResult, printTable, requestJson, runBench, startApp, startHelper, type AppServer, type BenchServer } from './lib.ts';
+import { cpuSeconds, percentile, positiveIntegerFromEnv, printResult, printTable, requestJson, runBench, startApp, startHelper, type AppServer, type BenchServer } from './lib.ts';
 import type { ReceiptSummary } from './serve-receivers.ts';
 
 const BURST_EVENTS = positiveIntegerFromEnv('BENCH_WEBHOOK_EVENTS') ?? 2_000;
@@ -52,19 +52,6 @@ interface Scenario {
   cpuUsPerDelivery: number | undefined;
   /** How long emitting took, for the service; undefined for the baseline. */
   emitMs?: number;
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
-}
-
-function positiveIntegerFromEnv(name: string): number | undefined {
-  const value = process.env[name];
-  if (value === undefined || value === '') return undefined;
-  const parsed = Number(value);
-  if (!Number.isSafeInteger(parsed) || parsed < 1) throw new Error(`${name} must be a whole number of at least 1 (got "${value}")`);
-  return parsed;
 }
 
 /** `distinct`: whether every arrival must be another (receiver, event) pair; the baseline repeats one body. */
