@@ -1,18 +1,20 @@
 /**
  * Templates: the message templates of a connection's account, as the provider reviews them. Owns
- * reading them from the provider (sync) and recording their review (`template.status_changed`).
- * The /v1/templates endpoints (list, get, create, delete) arrive with the messaging core.
+ * the /v1/templates endpoints (list, get, create for review, delete, sync), recording the review
+ * (`template.status_changed`), and the checks a template send passes before it reaches the
+ * provider (`prepareSend`: the template exists on the connection, is approved, and takes exactly
+ * the parameters sent).
  */
-import type { Db } from '../../db/connect.ts';
-import type { EventEmitter } from '../../events/emit.ts';
-import type { Clock } from '../../lib/clock.ts';
-import type { Provider } from '../../provider/provider.ts';
-import { createTemplatesService } from './templates.service.ts';
+import type { HttpServer } from '../../http/server.ts';
+import { registerTemplatesRoutes } from './templates.routes.ts';
+import { createTemplatesService, type TemplatesServiceDeps } from './templates.service.ts';
 import { createTemplatesStore } from './templates.store.ts';
 
-export function createTemplatesModule(deps: { db: Db; clock: Clock; events: EventEmitter; provider: Provider }) {
-  return { service: createTemplatesService({ ...deps, store: createTemplatesStore() }) };
+export function createTemplatesModule(deps: Omit<TemplatesServiceDeps, 'store'>) {
+  const service = createTemplatesService({ ...deps, store: createTemplatesStore() });
+  return { service, registerRoutes: (app: HttpServer) => registerTemplatesRoutes(app, service) };
 }
 
-export type { TemplateOwner, TemplatesService } from './templates.service.ts';
-export type { Template } from './templates.schemas.ts';
+export type { PreparedTemplate, TemplateConnections, TemplateOwner, TemplatesService } from './templates.service.ts';
+export type { TemplateContent } from './template-send.ts';
+export { TemplateSendSchema, type Template, type TemplateSendInput } from './templates.schemas.ts';

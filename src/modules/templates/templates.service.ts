@@ -1,11 +1,25 @@
 import type { Db } from '../../db/connect.ts';
+import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { TemplatesTable } from '../../db/schema.ts';
 import type { EventEmitter } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { Provider, ProviderCredentials, TemplateComponent, TemplateStatus } from '../../provider/provider.ts';
-import type { Template } from './templates.schemas.ts';
-import type { TemplatesStore } from './templates.store.ts';
+import {
+  isProviderError,
+  providerErrorToAppError,
+  type Provider,
+  type ProviderCredentials,
+  type ProviderError,
+  type TemplateCategory,
+  type TemplateStatus,
+} from '../../provider/provider.ts';
+import type { AuditEventsService } from '../audit-events/index.ts';
+import type { Actor, Principal } from '../credentials/principal.ts';
+import { checkDefinition, componentsJson, toPortComponents, type ParameterFormat } from './template-components.ts';
+import { checkSendShape, matchParameters, type TemplateContent } from './template-send.ts';
+import type { CreateTemplateInput, Template, TemplateSendInput, TemplateSync } from './templates.schemas.ts';
+import type { TemplateFilters, TemplateScope, TemplatesStore } from './templates.store.ts';
 
 function toTemplate(row: TemplatesTable): Template {
   return {
@@ -17,7 +31,7 @@ function toTemplate(row: TemplatesTable): Template {
     category: row.category as Template['category'],
     status: row.status as TemplateStatus,
     status_reason: row.status_reason,
-    parameter_format: row.parameter_format as Template['parameter_format'],
+    parameter_format: row.parameter_format as ParameterFormat,
     components: JSON.parse(row.components) as Template['components'],
     provider_template_id: row.provider_template_id,
     created_at: row.created_at,
@@ -25,20 +39,10 @@ function toTemplate(row: TemplatesTable): Template {
   };
 }
 
-const snake = (key: string) => key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
-
-/**
- * The port's components in the API's snake_case. What the provider defined itself (`definition`)
- * and named examples (`examples`, keyed by the template's own placeholder names) stay as they are.
- */
-function toApiValue(value: unknown, key?: string): unknown {
-  if (key === 'definition' || key === 'examples') return value;
-  if (Array.isArray(value)) return value.map((item) => toApiValue(item));
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([name, inner]) => [snake(name), toApiValue(inner, name)]));
+/** The connection rules of the API applied to templates: a template is visible when its connection is. */
+function scopeOf(principal: Principal): TemplateScope {
+  return { organizationId: principal.organizationId, connectionId: principal.connectionId, test: principal.mode === null ? undefined : principal.mode === 'test' };
 }
-
-const componentsJson = (components: TemplateComponent[]) => JSON.stringify(toApiValue(components));
 
 /** The connection a template belongs to, with what reaching its account at the provider takes. */
 export interface TemplateOwner {
@@ -47,52 +51,216 @@ export interface TemplateOwner {
   credentials: ProviderCredentials;
 }
 
-export function createTemplatesService(deps: { db: Db; store: TemplatesStore; clock: Clock; events: EventEmitter; provider: Provider }) {
-  const { db, store, clock, events, provider } = deps;
+/**
+ * What the endpoints need of connections (the connections service answers it). Connections sync
+ * their account's templates through this module, so this side is bound late, as a getter.
+ */
+export interface TemplateConnections {
+  /** A connection the caller may address; `param` names the body field in its 404. */
+  getForReference(executor: Db, principal: Principal, id: string, param: string): Promise<{ id: string }>;
+  /** Refused unless the connection is connected. */
+  providerAccess(principal: Principal, id: string): Promise<TemplateOwner>;
+  /** Marks the connection when the provider refused its token. */
+  reportProviderError(connectionId: string, error: ProviderError): Promise<void>;
+}
 
-  async function changeStatus(trx: Db, row: TemplatesTable, status: TemplateStatus, reason: string | null, extra: Partial<TemplatesTable> = {}): Promise<void> {
+/** A template checked for sending, with the content the provider port sends. */
+export interface PreparedTemplate {
+  templateId: string;
+  category: TemplateCategory | undefined;
+  content: TemplateContent;
+}
+
+export interface TemplatesServiceDeps {
+  db: Db;
+  store: TemplatesStore;
+  clock: Clock;
+  events: EventEmitter;
+  audit: AuditEventsService;
+  provider: Provider;
+  connections: () => TemplateConnections;
+}
+
+export function createTemplatesService(deps: TemplatesServiceDeps) {
+  const { db, store, clock, events, audit, provider } = deps;
+
+  async function changeStatus(trx: Db, row: TemplatesTable, status: TemplateStatus, reason: string | null, extra: Partial<TemplatesTable> = {}): Promise<boolean> {
     const changes = { ...extra, status, status_reason: reason, updated_at: clock.now().toISOString() };
     await store.update(trx, row.id, changes);
-    if (row.status === status) return;
+    if (row.status === status) return false;
     await events.emit(trx, { type: 'template.status_changed', organizationId: row.organization_id, connectionId: row.connection_id, object: toTemplate({ ...row, ...changes }) });
+    return true;
+  }
+
+  /** A deleted template may have been created again under its name: the live record wins. */
+  async function findByName(executor: Db, connectionId: string, name: string, language: string): Promise<TemplatesTable | undefined> {
+    const rows = await store.listByName(executor, connectionId, name, language);
+    return rows.find((row) => row.status !== 'deleted') ?? rows[0];
+  }
+
+  async function getRow(principal: Principal, id: string): Promise<TemplatesTable> {
+    const row = await store.find(db, scopeOf(principal), id);
+    if (!row) throw notFound('template');
+    return row;
+  }
+
+  /**
+   * Provider access for a connection named in a body: not visible is a 404 on `param`, and a
+   * connection that cannot reach the provider is refused before anything is asked of it.
+   */
+  async function ownerFor(principal: Principal, connectionId: string, param: string): Promise<TemplateOwner> {
+    const connections = deps.connections();
+    await connections.getForReference(db, principal, connectionId, param);
+    return connections.providerAccess(principal, connectionId);
+  }
+
+  /** Calls the provider outside any transaction; its failure is the API's provider_* error. */
+  async function atProvider<T>(owner: TemplateOwner, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (!isProviderError(error)) throw error;
+      await deps.connections().reportProviderError(owner.connectionId, error);
+      throw providerErrorToAppError(error);
+    }
+  }
+
+  /** Reads the account's templates and records them; see `sync` below. */
+  async function syncOwner(owner: TemplateOwner): Promise<Omit<TemplateSync, 'object' | 'connection_id' | 'synced_at'>> {
+    const remote = await provider.listTemplates(owner.credentials);
+    const summary = { total: remote.length, added: 0, status_changed: 0, deleted: 0 };
+    await db.transaction().execute(async (trx) => {
+      const known = new Map((await store.listForConnection(trx, owner.connectionId)).map((row) => [row.provider_template_id, row]));
+      const now = clock.now().toISOString();
+      for (const template of remote) {
+        const row = known.get(template.providerTemplateId);
+        known.delete(template.providerTemplateId);
+        const fields = {
+          name: template.name,
+          language: template.language,
+          category: template.category ?? null,
+          parameter_format: template.parameterFormat,
+          components: componentsJson(template.components),
+        };
+        if (row) {
+          if (await changeStatus(trx, row, template.status, template.rejectedReason ?? row.status_reason, fields)) summary.status_changed += 1;
+        } else {
+          await store.insert(trx, {
+            id: newId('template', clock.now().getTime()), organization_id: owner.organizationId, connection_id: owner.connectionId,
+            provider_template_id: template.providerTemplateId, status: template.status, status_reason: template.rejectedReason ?? null,
+            ...fields, created_at: now, updated_at: now,
+          });
+          summary.added += 1;
+        }
+      }
+      for (const gone of known.values()) {
+        if (gone.status !== 'deleted' && (await changeStatus(trx, gone, 'deleted', null))) summary.deleted += 1;
+      }
+    });
+    return summary;
   }
 
   return {
     /**
      * Reads every template of the connection's account and records it: new ones are added, a changed
      * status is `template.status_changed`, and one the provider no longer has turns `deleted`.
-     * Answers how many templates the account has. The provider call happens outside any transaction.
+     * The provider call happens outside any transaction.
      */
-    async sync(owner: TemplateOwner): Promise<number> {
-      const remote = await provider.listTemplates(owner.credentials);
-      await db.transaction().execute(async (trx) => {
-        const known = new Map((await store.listForConnection(trx, owner.connectionId)).map((row) => [row.provider_template_id, row]));
+    sync: syncOwner,
+
+    async get(principal: Principal, id: string): Promise<Template> {
+      return toTemplate(await getRow(principal, id));
+    },
+
+    /** A filter naming another organization's (or an invisible) connection simply matches nothing. */
+    async list(principal: Principal, filters: TemplateFilters, page: PageRequest): Promise<Page<Template>> {
+      return mapPage(await store.list(db, scopeOf(principal), filters, page), toTemplate);
+    },
+
+    /**
+     * Submits a definition for review and records it with the provider's id, status and category
+     * (usually `pending`; the review arrives as `template.status_changed`). A (name, language) the
+     * connection already has, deleted ones aside, is refused before the provider is asked.
+     */
+    async create(actor: Actor, input: CreateTemplateInput): Promise<Template> {
+      const format = input.parameter_format ?? 'positional';
+      checkDefinition(input.components, format);
+      const owner = await ownerFor(actor.principal, input.connection_id, '/connection_id');
+      const taken = await findByName(db, owner.connectionId, input.name, input.language);
+      if (taken && taken.status !== 'deleted') throw new AppError('resource_exists', `The connection has a template named ${input.name} in ${input.language}: ${taken.id}.`, { param: '/name' });
+
+      const components = toPortComponents(input.components);
+      const created = await atProvider(owner, () => provider.createTemplate(owner.credentials, {
+        name: input.name, language: input.language, category: input.category, components, parameterFormat: format,
+      }));
+      return db.transaction().execute(async (trx) => {
+        // A sync running meanwhile may have recorded it already.
+        const synced = await store.findByProviderId(trx, owner.connectionId, created.providerTemplateId);
         const now = clock.now().toISOString();
-        for (const template of remote) {
-          const row = known.get(template.providerTemplateId);
-          known.delete(template.providerTemplateId);
-          const fields = {
-            name: template.name,
-            language: template.language,
-            category: template.category ?? null,
-            parameter_format: template.parameterFormat,
-            components: componentsJson(template.components),
-          };
-          if (row) {
-            await changeStatus(trx, row, template.status, template.rejectedReason ?? row.status_reason, fields);
-          } else {
-            await store.insert(trx, {
-              id: newId('template', clock.now().getTime()), organization_id: owner.organizationId, connection_id: owner.connectionId,
-              provider_template_id: template.providerTemplateId, status: template.status, status_reason: template.rejectedReason ?? null,
-              ...fields, created_at: now, updated_at: now,
-            });
-          }
-        }
-        for (const gone of known.values()) {
-          if (gone.status !== 'deleted') await changeStatus(trx, gone, 'deleted', null);
-        }
+        const row: TemplatesTable = synced ?? {
+          id: newId('template', clock.now().getTime()), organization_id: owner.organizationId, connection_id: owner.connectionId,
+          provider_template_id: created.providerTemplateId, name: input.name, language: input.language,
+          category: created.category ?? null, status: created.status, status_reason: null, parameter_format: format,
+          components: componentsJson(components), created_at: now, updated_at: now,
+        };
+        if (!synced) await store.insert(trx, row);
+        await audit.record(trx, actor, {
+          action: 'template.created', target: { type: 'template', id: row.id },
+          data: { connection_id: owner.connectionId, name: row.name, language: row.language, category: row.category, status: row.status },
+        });
+        return toTemplate(row);
       });
-      return remote.length;
+    },
+
+    /**
+     * Deletes this language of the template at the provider, then keeps the record as `deleted`
+     * (messages sent with it still name it), with `template.status_changed`. Deleting a deleted
+     * template asks nothing of the provider and answers the same.
+     */
+    async delete(actor: Actor, id: string): Promise<{ id: string; object: 'template'; deleted: true }> {
+      const row = await getRow(actor.principal, id);
+      const answer = { id, object: 'template' as const, deleted: true as const };
+      if (row.status === 'deleted') return answer;
+      const owner = await ownerFor(actor.principal, row.connection_id, '/connection_id');
+      await atProvider(owner, () => provider.deleteTemplate(owner.credentials, { name: row.name, providerTemplateId: row.provider_template_id }));
+      await db.transaction().execute(async (trx) => {
+        const current = await store.find(trx, scopeOf(actor.principal), id);
+        if (current && current.status !== 'deleted') await changeStatus(trx, current, 'deleted', null);
+        await audit.record(trx, actor, { action: 'template.deleted', target: { type: 'template', id }, data: { connection_id: row.connection_id, name: row.name, language: row.language } });
+      });
+      return answer;
+    },
+
+    /** `POST /v1/templates/sync`: the account's templates read again, answered as a summary. */
+    async syncConnection(actor: Actor, connectionId: string): Promise<TemplateSync> {
+      const owner = await ownerFor(actor.principal, connectionId, '/connection_id');
+      const summary = await atProvider(owner, () => syncOwner(owner));
+      return { object: 'template_sync', connection_id: owner.connectionId, ...summary, synced_at: clock.now().toISOString() };
+    },
+
+    /**
+     * Checks the `template` of a send against the connection's template: it must exist there, be
+     * approved, and take exactly the parameters sent. Answers the content to send; every refusal
+     * happens here, before the provider, with `param` pointing below `param`.
+     */
+    async prepareSend(executor: Db, owner: { organizationId: string; connectionId: string }, input: TemplateSendInput, param = '/template'): Promise<PreparedTemplate> {
+      checkSendShape(input, param);
+      const byId = input.id !== undefined;
+      const at = `${param}/${byId ? 'id' : 'name'}`;
+      const row = byId ? await store.find(executor, owner, input.id!) : await findByName(executor, owner.connectionId, input.name!, input.language!);
+      if (!row) {
+        throw new AppError('resource_not_found', byId ? `No template ${input.id} on this connection.` : `No template named ${input.name} in ${input.language} on this connection.`, { param: at });
+      }
+      if (row.status !== 'approved') {
+        throw new AppError('template_not_approved', `Template ${row.name} (${row.language}) is ${row.status}, not approved.`, { param: at, extra: { template_status: row.status } });
+      }
+      const template = { name: row.name, language: row.language, parameterFormat: row.parameter_format as ParameterFormat, components: JSON.parse(row.components) as Record<string, unknown>[] };
+      return { templateId: row.id, category: (row.category ?? undefined) as TemplateCategory | undefined, content: matchParameters(template, input, param) };
+    },
+
+    /** The connection's approved templates, by name: what a refused free-form send can offer instead. */
+    async listApproved(executor: Db, connectionId: string): Promise<Array<{ id: string; name: string; language: string; category: string | null }>> {
+      return (await store.listApproved(executor, connectionId)).map(({ id, name, language, category }) => ({ id, name, language, category }));
     },
 
     /**

@@ -1,10 +1,73 @@
 import type { Db } from '../../db/connect.ts';
+import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { TemplatesTable } from '../../db/schema.ts';
 
+/** Whose templates a caller sees: a template is visible when its connection is. */
+export interface TemplateScope {
+  organizationId: string;
+  /** A connection key sees only its own connection's templates. */
+  connectionId?: string | null | undefined;
+  /** An API key sees only the templates of connections of its own mode. */
+  test?: boolean | undefined;
+}
+
+export interface TemplateFilters {
+  connectionId?: string | undefined;
+  status?: string | undefined;
+  name?: string | undefined;
+  language?: string | undefined;
+  category?: string | undefined;
+}
+
+export type TemplateChanges = Partial<Omit<TemplatesTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>;
+
 export function createTemplatesStore() {
+  /** The templates the scope may see: every read of the API starts here. */
+  const visible = (db: Db, scope: TemplateScope) => {
+    let query = db.selectFrom('templates').selectAll('templates').where('templates.organization_id', '=', scope.organizationId);
+    if (scope.connectionId) query = query.where('templates.connection_id', '=', scope.connectionId);
+    if (scope.test === undefined) return query;
+    const test = scope.test ? 1 : 0;
+    return query.where((eb) => eb.exists(
+      eb.selectFrom('connections').select('connections.id').whereRef('connections.id', '=', 'templates.connection_id').where('connections.test', '=', test),
+    ));
+  };
   return {
+    find(db: Db, scope: TemplateScope, id: string): Promise<TemplatesTable | undefined> {
+      return visible(db, scope).where('templates.id', '=', id).executeTakeFirst();
+    },
+    list(db: Db, scope: TemplateScope, filters: TemplateFilters, page: PageRequest) {
+      let query = visible(db, scope);
+      if (filters.connectionId !== undefined) query = query.where('templates.connection_id', '=', filters.connectionId);
+      if (filters.status !== undefined) query = query.where('templates.status', '=', filters.status);
+      if (filters.name !== undefined) query = query.where('templates.name', '=', filters.name);
+      if (filters.language !== undefined) query = query.where('templates.language', '=', filters.language);
+      if (filters.category !== undefined) query = query.where('templates.category', '=', filters.category);
+      return paginate(query, { id: 'templates.id', createdAt: 'templates.created_at' }, page);
+    },
+    /** Every record of a (name, language) on a connection, newest first: deleted ones stay as history. */
+    listByName(db: Db, connectionId: string, name: string, language: string): Promise<TemplatesTable[]> {
+      return db
+        .selectFrom('templates')
+        .selectAll()
+        .where('connection_id', '=', connectionId)
+        .where('name', '=', name)
+        .where('language', '=', language)
+        .orderBy('id', 'desc')
+        .execute();
+    },
     listForConnection(db: Db, connectionId: string): Promise<TemplatesTable[]> {
       return db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).execute();
+    },
+    listApproved(db: Db, connectionId: string): Promise<Pick<TemplatesTable, 'id' | 'name' | 'language' | 'category'>[]> {
+      return db
+        .selectFrom('templates')
+        .select(['id', 'name', 'language', 'category'])
+        .where('connection_id', '=', connectionId)
+        .where('status', '=', 'approved')
+        .orderBy('name')
+        .orderBy('language')
+        .execute();
     },
     findByProviderId(db: Db, connectionId: string, providerTemplateId: string): Promise<TemplatesTable | undefined> {
       return db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).where('provider_template_id', '=', providerTemplateId).executeTakeFirst();
@@ -12,7 +75,7 @@ export function createTemplatesStore() {
     async insert(db: Db, row: TemplatesTable): Promise<void> {
       await db.insertInto('templates').values(row).execute();
     },
-    async update(db: Db, id: string, changes: Partial<Omit<TemplatesTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>): Promise<void> {
+    async update(db: Db, id: string, changes: TemplateChanges): Promise<void> {
       await db.updateTable('templates').set(changes).where('id', '=', id).execute();
     },
   };
