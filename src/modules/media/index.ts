@@ -1,0 +1,27 @@
+/**
+ * Media: the files an organization sends and receives. Owns `POST /v1/media` (multipart uploads,
+ * checked against the provider's types, sizes and the files' signatures), reading and downloading
+ * them, the bytes in the media storage (a directory under DATA_DIR behind a small interface), the
+ * provider's per-number ids of uploaded files (re-uploaded before the provider forgets them), and
+ * fetching the files customers send (`media.fetch`).
+ */
+import type { HttpServer } from '../../http/server.ts';
+import type { Worker } from '../../jobs/worker.ts';
+import { registerMediaJobs } from './media.job.ts';
+import { registerMediaRoutes } from './media.routes.ts';
+import { createMediaService, type MediaServiceDeps } from './media.service.ts';
+import { createMediaStore } from './media.store.ts';
+
+export function createMediaModule(deps: Omit<MediaServiceDeps, 'store'>) {
+  const service = createMediaService({ ...deps, store: createMediaStore() });
+  return {
+    service,
+    registerRoutes: (app: HttpServer) => registerMediaRoutes(app, service),
+    registerJobs: (worker: Worker) => registerMediaJobs(worker, service),
+  };
+}
+
+export type { MediaService, StagedUpload } from './media.service.ts';
+export type { Media } from './media.schemas.ts';
+export type { MediaReference } from './media-reference.ts';
+export { createFileMediaStorage, type MediaStorage } from './media-storage.ts';
