@@ -8,7 +8,10 @@ import {
   ContactListQuery,
   ContactListSchema,
   ContactSchema,
+  ContactWindowQuery,
+  ContactWindowSchema,
   CreateContactBody,
+  MergeContactBody,
   RecordConsentBody,
   UpdateContactBody,
 } from './contacts.schemas.ts';
@@ -51,6 +54,24 @@ export function registerContactsRoutes(app: HttpServer, service: ContactsService
     config: { access: write },
     schema: { tags, summary: 'Delete a contact (its number is free for a new one; its opt-out is remembered)', params: PathId('contact'), response: { 200: DeletedResponse('contact') } },
     handler: async (request) => service.delete({ principal: requirePrincipal(request), requestId: request.id }, request.params.id),
+  });
+
+  app.post('/v1/contacts/:id/merge', {
+    config: { access: write },
+    schema: {
+      tags, summary: 'Merge another contact into this one: its conversations, messages and consent records move here, and it is deleted',
+      params: PathId('contact'), body: MergeContactBody, response: { 200: ContactSchema },
+    },
+    handler: async (request) => service.merge({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
+  });
+
+  app.get('/v1/contacts/:id/window', {
+    config: { access: read },
+    schema: {
+      tags, summary: 'The 24-hour customer service window with one connection: whether free-form messages may be sent, and until when',
+      params: PathId('contact'), querystring: ContactWindowQuery, response: { 200: ContactWindowSchema },
+    },
+    handler: async (request) => service.window(requirePrincipal(request), request.params.id, request.query.connection_id),
   });
 
   app.post('/v1/contacts/:id/consent', {

@@ -90,3 +90,33 @@ export type ContactConsent = Static<typeof ContactConsentSchema>;
 
 export const ContactConsentListQuery = ListQuery();
 export const ContactConsentListSchema = ListOf(ContactConsentSchema);
+
+export const MergeContactBody = Strict({
+  source_contact_id: Id('contact', 'The contact merged into this one: its messages, conversations and consent records move here, and it is deleted.'),
+});
+export type MergeContactInput = Static<typeof MergeContactBody>;
+
+export const ContactWindowQuery = Strict({
+  connection_id: Type.Optional(Id('connection', 'The number whose window to answer for; default: the one the contact last wrote to (a connection key: its own).')),
+});
+
+export const ContactWindowSchema = Type.Object({
+  object: Type.Literal('window'),
+  contact_id: Id('contact'),
+  connection_id: Nullable(Id('connection'), { description: 'The number the window is with; null when none was named and the contact never wrote to one the credential sees.' }),
+  open: Type.Boolean({ description: 'Whether free-form messages may be sent: the customer wrote here less than 24 hours ago (imported history aside).' }),
+  last_inbound_at: Nullable(Timestamp, { description: "The customer's last message on this connection; null if they never wrote." }),
+  expires_at: Nullable(Timestamp, { description: '`last_inbound_at` plus 24 hours: when the window closes, or closed.' }),
+});
+export type ContactWindow = Static<typeof ContactWindowSchema>;
+
+/**
+ * A contact's last state in the `contact.updated` that deletes it (there is no `contact.deleted`):
+ * the erased contact, `deleted: true`, and the contact it was merged into, if any.
+ */
+export const DeletedContactSchema = Type.Object({
+  ...ContactSchema.properties,
+  deleted: Type.Literal(true),
+  merged_into: Nullable(Id('contact')),
+});
+export type DeletedContact = Static<typeof DeletedContactSchema>;

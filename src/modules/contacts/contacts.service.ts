@@ -6,8 +6,10 @@ import type { EventEmitter } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { mergeMetadata } from '../../lib/metadata.ts';
+import { mergeMetadata, METADATA_MAX_KEYS } from '../../lib/metadata.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
+import type { ConnectionsService } from '../connections/index.ts';
+import type { ConversationsService } from '../conversations/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import {
   type ConsentState,
@@ -15,7 +17,10 @@ import {
   type ConsentTopic,
   type Contact,
   type ContactConsent,
+  type ContactWindow,
   type CreateContactInput,
+  type DeletedContact,
+  type MergeContactInput,
   type RecordConsentInput,
   type UpdateContactInput,
 } from './contacts.schemas.ts';
@@ -38,6 +43,15 @@ function toContact(row: ContactsTable): Contact {
   };
 }
 
+/** The contact as the `contact.updated` that deletes it shows it, and as it was just before. */
+function deletion(before: ContactsTable, after: ContactsTable, mergedInto: string | null): { object: DeletedContact; previousAttributes: Record<string, unknown> } {
+  const object: DeletedContact = { ...toContact(after), deleted: true, merged_into: mergedInto };
+  return { object, previousAttributes: changedAttributes({ ...toContact(before), deleted: false, merged_into: null }, object) };
+}
+
+/** What deleting erases: everything that identified the person beyond the number. */
+const ERASED = { name: null, email: null, profile_name: null, metadata: '{}' } as const;
+
 function toConsent(row: ContactConsentsTable): ContactConsent {
   return {
     id: row.id,
@@ -57,20 +71,25 @@ export interface ContactsServiceDeps {
   clock: Clock;
   events: EventEmitter;
   audit: AuditEventsService;
+  conversations: ConversationsService;
+  connections: ConnectionsService;
 }
 
 export function createContactsService(deps: ContactsServiceDeps) {
-  const { db, store, clock, events, audit } = deps;
+  const { db, store, clock, events, audit, conversations, connections } = deps;
 
-  async function getRow(executor: Db, principal: Principal, id: string): Promise<ContactsTable> {
+  /** `param` names the field that held the id when it is not the path's own. */
+  const missing = (id: string, param: string | undefined) => (param ? new AppError('resource_not_found', `No such contact: ${id}.`, { param }) : notFound('contact'));
+
+  async function getRow(executor: Db, principal: Principal, id: string, param?: string): Promise<ContactsTable> {
     const row = await store.find(executor, principal.organizationId, id);
-    if (!row) throw notFound('contact');
+    if (!row) throw missing(id, param);
     return row;
   }
 
-  async function lockRow(trx: Db, principal: Principal, id: string): Promise<ContactsTable> {
+  async function lockRow(trx: Db, principal: Principal, id: string, param?: string): Promise<ContactsTable> {
     const row = await store.lock(trx, principal.organizationId, id);
-    if (!row) throw notFound('contact');
+    if (!row) throw missing(id, param);
     return row;
   }
 
@@ -116,6 +135,24 @@ export function createContactsService(deps: ContactsServiceDeps) {
     return row;
   }
 
+  /**
+   * Deletes softly: messages and conversations keep pointing at the row, which is hidden from every
+   * read and frees its number. What identifies the person beyond the number is erased; the consent
+   * summary stays, so that a number that opted out stays opted out (see `insertNew`). With no
+   * `contact.deleted` in the catalogue, receivers learn of it from a `contact.updated` with `deleted: true`.
+   */
+  async function softDelete(trx: Db, actor: Actor, row: ContactsTable, mergedInto: string | null): Promise<void> {
+    const now = clock.now().toISOString();
+    const changes = { ...ERASED, deleted_at: now, updated_at: now };
+    await store.update(trx, row.id, changes);
+    await audit.record(trx, actor, {
+      action: 'contact.deleted', target: { type: 'contact', id: row.id },
+      data: { phone_number: row.phone_number, ...(mergedInto ? { merged_into: mergedInto } : {}) },
+    });
+    const { object, previousAttributes } = deletion(row, { ...row, ...changes }, mergedInto);
+    await events.emit(trx, { type: 'contact.updated', organizationId: row.organization_id, connectionId: null, object, previousAttributes });
+  }
+
   return {
     async create(actor: Actor, input: CreateContactInput): Promise<Contact> {
       const { organizationId } = actor.principal;
@@ -136,6 +173,24 @@ export function createContactsService(deps: ContactsServiceDeps) {
 
     async get(principal: Principal, id: string): Promise<Contact> {
       return toContact(await getRow(db, principal, id));
+    },
+
+    /** For other modules that take a `contact_id` in a body: `param` names the field in errors. */
+    async getForReference(executor: Db, principal: Principal, id: string, param: string): Promise<Contact> {
+      return toContact(await getRow(executor, principal, id, param));
+    },
+
+    /**
+     * As `getForReference`, holding the contact until the transaction ends: a message filed under it
+     * waits for a merge or a delete in progress, and a deleted contact is not found.
+     */
+    async lockForReference(trx: Db, principal: Principal, id: string, param: string): Promise<Contact> {
+      return toContact(await lockRow(trx, principal, id, param));
+    },
+
+    async findByPhoneNumber(executor: Db, organizationId: string, phoneNumber: string): Promise<Contact | undefined> {
+      const row = await store.findByPhoneNumber(executor, organizationId, phoneNumber);
+      return row && toContact(row);
     },
 
     async list(principal: Principal, filters: { phoneNumber?: string | undefined }, page: PageRequest): Promise<Page<Contact>> {
@@ -168,19 +223,90 @@ export function createContactsService(deps: ContactsServiceDeps) {
       });
     },
 
-    /**
-     * Deletes softly: messages and conversations keep pointing at the row, which is hidden from
-     * every read and frees its number. What identifies the person beyond the number is erased; the
-     * consent history stays, as the evidence it is.
-     */
     async delete(actor: Actor, id: string): Promise<{ id: string; object: 'contact'; deleted: true }> {
       return db.transaction().execute(async (trx) => {
-        const row = await lockRow(trx, actor.principal, id);
-        const now = clock.now().toISOString();
-        await store.update(trx, id, { deleted_at: now, updated_at: now, name: null, email: null, profile_name: null, metadata: '{}' });
-        await audit.record(trx, actor, { action: 'contact.deleted', target: { type: 'contact', id }, data: { phone_number: row.phone_number } });
+        await softDelete(trx, actor, await lockRow(trx, actor.principal, id), null);
         return { id, object: 'contact' as const, deleted: true as const };
       });
+    },
+
+    /**
+     * Merges the source contact into this one, which survives: the source's conversations (folded
+     * into this one's on a connection where both have one), messages and consent records move here,
+     * and the source is deleted as `delete` does. This contact keeps its own fields, filling those it
+     * lacks from the source; metadata is combined, this contact's keys winning. The consent summary
+     * is the merged history's latest record's.
+     */
+    async merge(actor: Actor, id: string, input: MergeContactInput): Promise<Contact> {
+      const sourceId = input.source_contact_id;
+      if (sourceId === id) throw invalidParam('/source_contact_id', 'must be another contact than the one it is merged into');
+      return db.transaction().execute(async (trx) => {
+        // Always in id order, so two merges of one pair, either way round, cannot deadlock. Every
+        // inbound message locks its contact first too: none can join the source while it moves.
+        const params: Record<string, string> = { [id]: '/path/id', [sourceId]: '/source_contact_id' };
+        const locked = new Map<string, ContactsTable>();
+        for (const each of [id, sourceId].sort()) locked.set(each, await lockRow(trx, actor.principal, each, params[each]));
+        const survivor = locked.get(id)!;
+        const source = locked.get(sourceId)!;
+        const metadata = { ...(JSON.parse(source.metadata) as Record<string, unknown>), ...(JSON.parse(survivor.metadata) as Record<string, unknown>) };
+        if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
+          throw invalidParam('/source_contact_id', `cannot be merged: the two contacts' metadata would hold more than ${METADATA_MAX_KEYS} keys; remove some from one of them first`, 'too_many');
+        }
+
+        const moved = await conversations.mergeContact(trx, { organizationId: survivor.organization_id, sourceContactId: sourceId, survivorContactId: id });
+        const consentsMoved = await store.moveConsents(trx, sourceId, id);
+        const latest = await store.findLatestConsent(trx, id, 'marketing');
+        const status = latest?.status ?? 'unknown';
+        // Each contact's summary already describes its own latest record: the one whose record won is kept whole.
+        const consent = status === survivor.marketing_consent ? survivor : status === source.marketing_consent ? source
+          : { marketing_consent: status, marketing_consent_since: latest?.recorded_at ?? null, marketing_consent_source: latest?.source ?? null };
+        const changes = {
+          name: survivor.name ?? source.name,
+          email: survivor.email ?? source.email,
+          profile_name: survivor.profile_name ?? source.profile_name,
+          metadata: JSON.stringify(metadata),
+          marketing_consent: consent.marketing_consent,
+          marketing_consent_since: consent.marketing_consent_since,
+          marketing_consent_source: consent.marketing_consent_source,
+          updated_at: clock.now().toISOString(),
+        } satisfies ContactChanges;
+        await store.update(trx, id, changes);
+        await softDelete(trx, actor, source, id);
+
+        const before = toContact(survivor);
+        const after = toContact({ ...survivor, ...changes });
+        // Even when no field changed the merge is announced: the contact's history grew.
+        const previousAttributes = changedAttributes(before, after);
+        await audit.record(trx, actor, {
+          action: 'contact.merged', target: { type: 'contact', id },
+          data: {
+            source_contact_id: sourceId, fields: Object.keys(previousAttributes).filter((field) => field !== 'updated_at'),
+            consents_moved: consentsMoved, conversations_moved: moved.conversationsMoved, conversations_folded: moved.conversationsFolded, messages_moved: moved.messagesMoved,
+          },
+        });
+        await events.emit(trx, { type: 'contact.updated', organizationId: survivor.organization_id, connectionId: null, object: after, previousAttributes });
+        if (changes.marketing_consent !== survivor.marketing_consent) {
+          await events.emit(trx, { type: 'contact.consent_changed', organizationId: survivor.organization_id, connectionId: null, object: after });
+        }
+        return after;
+      });
+    },
+
+    /**
+     * The 24-hour window with one connection: the one named, else a connection key's own, else the
+     * one the contact last wrote to among those the credential sees (of its mode, for an API key).
+     */
+    async window(principal: Principal, id: string, connectionId: string | undefined): Promise<ContactWindow> {
+      const contact = await getRow(db, principal, id);
+      if (connectionId !== undefined) await connections.getForReference(db, principal, connectionId, '/query/connection_id');
+      const asked = connectionId ?? principal.connectionId;
+      const window = asked === null
+        ? await conversations.latestWindow(db, contact.id, { connectionId: null, test: principal.mode === null ? undefined : principal.mode === 'test' })
+        : { connectionId: asked, ...(await conversations.windowOf(db, asked, contact.id)) };
+      return {
+        object: 'window', contact_id: contact.id, connection_id: window.connectionId,
+        open: window.open, last_inbound_at: window.lastInboundAt, expires_at: window.expiresAt,
+      };
     },
 
     /**
@@ -240,8 +366,10 @@ export function createContactsService(deps: ContactsServiceDeps) {
      */
     async findOrCreateForInbound(trx: Db, input: { organizationId: string; connectionId: string; waId: string; profileName: string | undefined; at: Date }): Promise<Contact> {
       const phoneNumber = `+${input.waId}`;
-      // Most messages come from known customers: one read, and nothing else unless the name changed.
-      const existing = await store.findByPhoneNumber(trx, input.organizationId, phoneNumber);
+      // Most messages come from known customers: one locking read, and nothing else unless the name
+      // changed. The lock makes a merge of this contact wait for the message, or the message wait for
+      // the merge, after which the merged-away contact is no longer live and the number gets a new one.
+      const existing = await store.lockByPhoneNumber(trx, input.organizationId, phoneNumber);
       const created = existing ? null : await insertNew(trx, {
         organizationId: input.organizationId, phoneNumber, name: null, email: null, profileName: input.profileName ?? null, metadata: {},
       });
@@ -251,7 +379,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
         return contact;
       }
       // Either known, or created by a concurrent message between the read and the insert.
-      const row = existing ?? (await store.findByPhoneNumber(trx, input.organizationId, phoneNumber))!;
+      const row = existing ?? (await store.lockByPhoneNumber(trx, input.organizationId, phoneNumber))!;
       if (input.profileName === undefined || input.profileName === row.profile_name) return toContact(row);
       const now = clock.now().toISOString();
       const before = toContact(row);

@@ -8,6 +8,8 @@ export function createContactsStore() {
   /** The organization's contacts that are not deleted: every read of the API starts here. */
   const live = (db: Db, organizationId: string) =>
     db.selectFrom('contacts').selectAll().where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
+  const lockLive = (db: Db, organizationId: string) =>
+    db.updateTable('contacts').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
   return {
     find(db: Db, organizationId: string, id: string): Promise<ContactsTable | undefined> {
       return live(db, organizationId).where('id', '=', id).executeTakeFirst();
@@ -34,14 +36,14 @@ export function createContactsStore() {
      * contact, such as two consent records, are applied one after the other.
      */
     lock(db: Db, organizationId: string, id: string): Promise<ContactsTable | undefined> {
-      return db
-        .updateTable('contacts')
-        .set((eb) => ({ updated_at: eb.ref('updated_at') }))
-        .where('organization_id', '=', organizationId)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
+      return lockLive(db, organizationId).where('id', '=', id).returningAll().executeTakeFirst();
+    },
+    /**
+     * The number's live contact, locked as `lock` does. A contact deleted (or merged away) while this
+     * waited for its lock is not returned: PostgreSQL re-reads the row and it no longer matches.
+     */
+    lockByPhoneNumber(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
+      return lockLive(db, organizationId).where('phone_number', '=', phoneNumber).returningAll().executeTakeFirst();
     },
     /** Inserts unless a live contact has the number; answers whether this call inserted it. */
     async insertIfAbsent(db: Db, row: ContactsTable): Promise<boolean> {
@@ -64,6 +66,11 @@ export function createContactsStore() {
 
     async insertConsent(db: Db, row: ContactConsentsTable): Promise<void> {
       await db.insertInto('contact_consents').values(row).execute();
+    },
+    /** Hands every consent record of one contact to another (a merge); answers how many moved. */
+    async moveConsents(db: Db, fromContactId: string, toContactId: string): Promise<number> {
+      const result = await db.updateTable('contact_consents').set({ contact_id: toContactId }).where('contact_id', '=', fromContactId).executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
     /** The record that decides a topic's status: the latest by `recorded_at`, the later one on a tie. */
     findLatestConsent(db: Db, contactId: string, topic: string): Promise<ContactConsentsTable | undefined> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { SECOND } from '../../lib/clock.ts';
+import { HOUR, SECOND } from '../../lib/clock.ts';
 import { startServer, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
@@ -17,15 +17,40 @@ interface StoredEvent {
   previous_attributes: Record<string, unknown> | null;
 }
 
-async function contactEvents(server: TestServer, organizationId: string, contactId: string): Promise<StoredEvent[]> {
-  const rows = await server.app.store.db.selectFrom('events').selectAll().where('organization_id', '=', organizationId).where('type', 'like', 'contact.%').orderBy('id').execute();
+/** The stored events of one resource, oldest first: `kind` is the type's prefix (`contact`, `conversation`). */
+async function storedEvents(server: TestServer, organizationId: string, kind: string, id: string): Promise<StoredEvent[]> {
+  const rows = await server.app.store.db.selectFrom('events').selectAll().where('organization_id', '=', organizationId).where('type', 'like', `${kind}.%`).orderBy('id').execute();
   return rows
     .map((row) => ({
       id: row.id, type: row.type, connection_id: row.connection_id,
       object: JSON.parse(row.data) as Record<string, any>,
       previous_attributes: row.previous_attributes === null ? null : (JSON.parse(row.previous_attributes) as Record<string, unknown>),
     }))
-    .filter((event) => event.object.id === contactId);
+    .filter((event) => event.object.id === id);
+}
+
+const contactEvents = (server: TestServer, organizationId: string, contactId: string) => storedEvents(server, organizationId, 'contact', contactId);
+
+/** A dashboard token fresh at the server's clock (they last 15 minutes). */
+async function logIn(server: TestServer, member: { email: string; password: string }): Promise<string> {
+  const response = await server.request('POST', '/auth/login', { body: { email: member.email, password: member.password } });
+  assert.equal(response.status, 200, response.text);
+  return response.body.token as string;
+}
+
+async function createContact(server: TestServer, token: string, body: Record<string, unknown> = {}) {
+  const response = await server.request('POST', '/v1/contacts', { token, body: { phone_number: newNumber(), ...body } });
+  assert.equal(response.status, 201, response.text);
+  return response.body as Record<string, any> & { id: string; phone_number: string };
+}
+
+/** A customer's message through the sandbox, processed to the end; answers the stored message. */
+async function inboundMessage(server: TestServer, phoneNumberId: string, from: string, name = 'Ada') {
+  const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: phoneNumberId, from: from.replace(/^\+/, ''), type: 'text', text: 'hi', name } });
+  assert.equal(response.status, 200, response.text);
+  await server.app.sandbox!.idle();
+  await server.app.worker.drain();
+  return server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
 }
 
 describe('contacts', () => {
@@ -34,11 +59,7 @@ describe('contacts', () => {
   before(async () => ({ server, owner } = await startServerWithOwner()));
   after(() => server.close());
 
-  const create = async (body: Record<string, unknown> = {}, token = owner.token) => {
-    const response = await server.request('POST', '/v1/contacts', { token, body: { phone_number: newNumber(), ...body } });
-    assert.equal(response.status, 201, response.text);
-    return response.body as Record<string, any> & { id: string; phone_number: string };
-  };
+  const create = (body: Record<string, unknown> = {}, token = owner.token) => createContact(server, token, body);
   const events = (contactId: string) => contactEvents(server, owner.organizationId, contactId);
   const auditActions = async (contactId: string) =>
     (await server.request('GET', `/v1/events?target_id=${contactId}&order=asc`, { token: owner.token })).body.data.map((event: { action: string }) => event.action);
@@ -288,6 +309,18 @@ describe('contacts', () => {
       const row = await server.app.store.db.selectFrom('contacts').selectAll().where('id', '=', contact.id).executeTakeFirstOrThrow();
       assert.ok(row.deleted_at, 'the row stays for the messages that point at it');
       assert.deepEqual([row.name, row.email, row.metadata], [null, null, '{}'], 'what identified the person is erased');
+    });
+
+    it('emits contact.updated showing the contact erased and deleted, as there is no contact.deleted', async () => {
+      const contact = await create({ name: 'Gone', metadata: { a: 1 } });
+      server.clock.advance(SECOND);
+      await server.request('DELETE', `/v1/contacts/${contact.id}`, { token: owner.token });
+      const [deleted, ...more] = (await events(contact.id)).filter((event) => event.type === 'contact.updated');
+      assert.equal(more.length, 0);
+      const now = server.clock.now().toISOString();
+      assert.deepEqual(deleted!.object, { ...contact, name: null, metadata: {}, updated_at: now, deleted: true, merged_into: null });
+      assert.deepEqual(deleted!.previous_attributes, { name: 'Gone', metadata: { a: 1 }, updated_at: contact.updated_at, deleted: false });
+      assert.equal(deleted!.connection_id, null);
     });
 
     it('frees the number: a new contact may take it', async () => {
@@ -540,13 +573,7 @@ describe('contacts from inbound messages', () => {
     await server.close();
   });
 
-  async function inbound(from: string, name: string) {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'hi', name } });
-    assert.equal(response.status, 200, response.text);
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-    return server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
-  }
+  const inbound = (from: string, name: string) => inboundMessage(server, connection.phone_number_id, from, name);
 
   it('a message from a new number creates a contact the API shows; after a delete, the next message creates another', async () => {
     const phone = newNumber();
@@ -581,5 +608,373 @@ describe('contacts from inbound messages', () => {
     const updated = ours.find((event) => event.type === 'contact.updated')!;
     assert.deepEqual(updated.previous_attributes, { email: null });
     assert.equal(ours.find((event) => event.type === 'contact.created')!.previous_attributes, undefined);
+  });
+});
+
+type Numbered = { id: string; phone_number_id: string };
+
+/**
+ * A server whose owner has two live numbers, Support and Sales, and an organization key: the clock
+ * moves by hours in these suites, past a dashboard token's 15 minutes.
+ */
+async function startWithTwoNumbers(): Promise<{ server: TestServer; owner: SignedUp; token: string; support: Numbered; sales: Numbered }> {
+  const { server, owner } = await startServerWithOwner();
+  const support = await createConnection(server, owner, { name: 'Support' });
+  const sales = await createConnection(server, owner, { name: 'Sales' });
+  const token = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
+  return { server, owner, token, support, sales };
+}
+
+describe('merging contacts', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  let token: string;
+  let support: Numbered;
+  let sales: Numbered;
+  before(async () => ({ server, owner, token, support, sales } = await startWithTwoNumbers()));
+  after(() => server.close());
+
+  const create = (body: Record<string, unknown> = {}) => createContact(server, token, body);
+  const merge = (id: string, body: unknown, as = token) => server.request('POST', `/v1/contacts/${id}/merge`, { token: as, body });
+  const get = (id: string) => server.request('GET', `/v1/contacts/${id}`, { token });
+  const messageRow = (id: string) => server.app.store.db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const conversationRow = (id: string) => server.app.store.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
+  const consentHistory = async (id: string) =>
+    (await server.request('GET', `/v1/contacts/${id}/consent?order=asc`, { token })).body.data.map((r: { status: string; source: string }) => `${r.status}:${r.source}`);
+
+  /**
+   * A survivor made through the API who wrote to support, and a source (another number of the same
+   * person) who wrote to support and to sales, with an email and metadata of its own.
+   */
+  async function pair() {
+    const created = await create({ name: 'Ada Lovelace', metadata: { crm_id: 'A-1', tier: 'gold' } });
+    const survivorMessage = await inboundMessage(server, support.phone_number_id, created.phone_number, 'Ada');
+    server.clock.advance(HOUR);
+    const sourcePhone = newNumber();
+    const onSupport = await inboundMessage(server, support.phone_number_id, sourcePhone, 'Ada L');
+    const onSales = await inboundMessage(server, sales.phone_number_id, sourcePhone, 'Ada L');
+    const source = await server.request('PATCH', `/v1/contacts/${onSupport.contact_id}`, {
+      token, body: { email: 'ada@example.com', metadata: { tier: 'silver', newsletter: true } },
+    });
+    server.clock.advance(HOUR);
+    return { survivor: (await get(created.id)).body, source: source.body, survivorMessage, onSupport, onSales };
+  }
+
+  describe('what moves', () => {
+    it('the survivor keeps its fields, fills those it lacks from the source, and combines metadata with its own keys winning', async () => {
+      const { survivor, source } = await pair();
+      const response = await merge(survivor.id, { source_contact_id: source.id });
+      assert.equal(response.status, 200, response.text);
+      assert.deepEqual(response.body, {
+        ...survivor,
+        email: 'ada@example.com',
+        metadata: { crm_id: 'A-1', tier: 'gold', newsletter: true },
+        updated_at: server.clock.now().toISOString(),
+      });
+      assert.deepEqual((await get(survivor.id)).body, response.body);
+    });
+
+    it("messages and conversations move: threads on a shared connection are folded into the survivor's, the others change contact", async () => {
+      const { survivor, source, survivorMessage, onSupport, onSales } = await pair();
+      assert.equal((await merge(survivor.id, { source_contact_id: source.id })).status, 200);
+
+      const [kept, folded, moved] = await Promise.all([messageRow(survivorMessage.id), messageRow(onSupport.id), messageRow(onSales.id)]);
+      assert.deepEqual([kept.contact_id, folded.contact_id, moved.contact_id], [survivor.id, survivor.id, survivor.id]);
+      assert.equal(folded.conversation_id, survivorMessage.conversation_id, "the source's support thread joined the survivor's");
+      assert.equal(await conversationRow(onSupport.conversation_id), undefined, 'the folded conversation is gone');
+      assert.equal(moved.conversation_id, onSales.conversation_id, 'a thread on a connection only the source used keeps its id');
+      assert.equal((await conversationRow(onSales.conversation_id))!.contact_id, survivor.id);
+      const thread = (await conversationRow(survivorMessage.conversation_id))!;
+      assert.equal(thread.last_inbound_at, onSupport.sent_at, 'the later clocks are kept');
+      assert.equal(thread.last_message_at, onSupport.sent_at);
+    });
+
+    it('the source is deleted: 404 everywhere, and its number gets a new contact with its next message', async () => {
+      const { survivor, source } = await pair();
+      await merge(survivor.id, { source_contact_id: source.id });
+      assertError(await get(source.id), 404, 'resource_not_found');
+      assertError(await server.request('GET', `/v1/contacts/${source.id}/consent`, { token }), 404, 'resource_not_found');
+      const row = await server.app.store.db.selectFrom('contacts').selectAll().where('id', '=', source.id).executeTakeFirstOrThrow();
+      assert.ok(row.deleted_at);
+      assert.deepEqual([row.name, row.email, row.profile_name, row.metadata], [null, null, null, '{}']);
+      const later = await inboundMessage(server, support.phone_number_id, source.phone_number, 'Ada L');
+      assert.notEqual(later.contact_id, source.id);
+      assert.notEqual(later.contact_id, survivor.id);
+    });
+
+    it("consent records move, and the survivor's summary becomes the merged history's latest: contact.consent_changed", async () => {
+      const { survivor, source } = await pair();
+      await server.request('POST', `/v1/contacts/${survivor.id}/consent`, { token, body: { status: 'opted_in', source: 'web_form' } });
+      server.clock.advance(SECOND);
+      const optedOut = await server.request('POST', `/v1/contacts/${source.id}/consent`, { token, body: { status: 'opted_out', source: 'keyword' } });
+      server.clock.advance(SECOND);
+      const response = await merge(survivor.id, { source_contact_id: source.id });
+      assert.deepEqual(response.body.consent, optedOut.body.consent);
+      assert.deepEqual(await consentHistory(survivor.id), ['opted_in:web_form', 'opted_out:keyword']);
+      const changed = (await contactEvents(server, owner.organizationId, survivor.id)).filter((event) => event.type === 'contact.consent_changed');
+      assert.deepEqual(changed.at(-1)!.object, response.body);
+    });
+
+    it("a source record older than the survivor's latest changes nothing, and no contact.consent_changed", async () => {
+      const { survivor, source } = await pair();
+      await server.request('POST', `/v1/contacts/${source.id}/consent`, { token, body: { status: 'opted_out', source: 'paper_form', recorded_at: '2026-01-01T00:00:00Z' } });
+      const optedIn = await server.request('POST', `/v1/contacts/${survivor.id}/consent`, { token, body: { status: 'opted_in', source: 'web_form' } });
+      const before = (await contactEvents(server, owner.organizationId, survivor.id)).length;
+      const response = await merge(survivor.id, { source_contact_id: source.id });
+      assert.deepEqual(response.body.consent, optedIn.body.consent);
+      assert.deepEqual(await consentHistory(survivor.id), ['opted_out:paper_form', 'opted_in:web_form']);
+      const emitted = (await contactEvents(server, owner.organizationId, survivor.id)).slice(before);
+      assert.deepEqual(emitted.map((event) => event.type), ['contact.updated']);
+    });
+
+    it("a folded thread takes the source's state only when the survivor's is closed and the source's is not", async () => {
+      const { survivor, source, survivorMessage } = await pair();
+      await server.app.store.db.updateTable('conversations').set({ state: 'closed' }).where('id', '=', survivorMessage.conversation_id).execute();
+      await merge(survivor.id, { source_contact_id: source.id });
+      assert.equal((await conversationRow(survivorMessage.conversation_id))!.state, 'open');
+
+      const second = await pair();
+      await server.app.store.db.updateTable('conversations').set({ state: 'pending' }).where('id', '=', second.survivorMessage.conversation_id).execute();
+      await server.app.store.db.updateTable('conversations').set({ state: 'closed' }).where('id', '=', second.onSupport.conversation_id).execute();
+      await merge(second.survivor.id, { source_contact_id: second.source.id });
+      assert.equal((await conversationRow(second.survivorMessage.conversation_id))!.state, 'pending');
+    });
+  });
+
+  describe('events and the audit log', () => {
+    it('contact.updated for the survivor with previous_attributes, and for the source showing it deleted and merged_into', async () => {
+      const { survivor, source } = await pair();
+      const response = await merge(survivor.id, { source_contact_id: source.id });
+      const now = server.clock.now().toISOString();
+      const [survivorEvent] = (await contactEvents(server, owner.organizationId, survivor.id)).filter((event) => event.type === 'contact.updated').slice(-1);
+      assert.deepEqual(survivorEvent!.object, response.body);
+      assert.deepEqual(survivorEvent!.previous_attributes, { email: null, metadata: survivor.metadata, updated_at: survivor.updated_at });
+      assert.equal(survivorEvent!.connection_id, null);
+
+      const [sourceEvent] = (await contactEvents(server, owner.organizationId, source.id)).slice(-1);
+      assert.equal(sourceEvent!.type, 'contact.updated');
+      assert.deepEqual(sourceEvent!.object, {
+        ...source, name: null, email: null, profile_name: null, metadata: {}, updated_at: now, deleted: true, merged_into: survivor.id,
+      });
+      assert.deepEqual(sourceEvent!.previous_attributes, {
+        email: source.email, profile_name: source.profile_name, metadata: source.metadata, updated_at: source.updated_at, deleted: false, merged_into: null,
+      });
+    });
+
+    it('conversation.updated for each conversation that changed, with previous_attributes', async () => {
+      const { survivor, source, survivorMessage, onSupport, onSales } = await pair();
+      await merge(survivor.id, { source_contact_id: source.id });
+      const [moved] = (await storedEvents(server, owner.organizationId, 'conversation', onSales.conversation_id)).filter((event) => event.type === 'conversation.updated');
+      assert.equal(moved!.object.contact_id, survivor.id);
+      assert.deepEqual(Object.keys(moved!.previous_attributes!).sort(), ['contact_id', 'updated_at']);
+      assert.equal(moved!.previous_attributes!.contact_id, source.id);
+      assert.equal(moved!.connection_id, sales.id);
+      const [kept] = (await storedEvents(server, owner.organizationId, 'conversation', survivorMessage.conversation_id)).filter((event) => event.type === 'conversation.updated');
+      assert.equal(kept!.object.last_inbound_at, onSupport.sent_at);
+      assert.equal(kept!.previous_attributes!.last_inbound_at, survivorMessage.sent_at);
+      assert.equal((await storedEvents(server, owner.organizationId, 'conversation', onSupport.conversation_id)).filter((event) => event.type === 'conversation.updated').length, 0);
+    });
+
+    it('the audit log records the merge on the survivor and the deletion on the source', async () => {
+      const { survivor, source } = await pair();
+      await merge(survivor.id, { source_contact_id: source.id });
+      const dashboard = await logIn(server, owner);
+      const entries = async (id: string) => (await server.request('GET', `/v1/events?target_id=${id}&order=asc`, { token: dashboard })).body.data;
+      const merged = (await entries(survivor.id)).at(-1);
+      assert.equal(merged.action, 'contact.merged');
+      assert.deepEqual(merged.data, {
+        source_contact_id: source.id, fields: ['email', 'metadata'], consents_moved: 0, conversations_moved: 1, conversations_folded: 1, messages_moved: 2,
+      });
+      const deleted = (await entries(source.id)).at(-1);
+      assert.equal(deleted.action, 'contact.deleted');
+      assert.equal(deleted.data.merged_into, survivor.id);
+    });
+  });
+
+  describe('bad input', () => {
+    it('merging a contact into itself is validation_failed on /source_contact_id', async () => {
+      const contact = await create();
+      const error = assertError(await merge(contact.id, { source_contact_id: contact.id }), 400, 'validation_failed');
+      assert.equal(error.param, '/source_contact_id');
+      assert.deepEqual((await get(contact.id)).body, contact);
+    });
+
+    it("an unknown, deleted or other organization's contact, on either side, is resource_not_found naming the field, and nothing changes", async () => {
+      const other = await signUp(server, { organizationName: 'Other' });
+      const theirs = await createContact(server, other.token);
+      const deleted = await create();
+      await server.request('DELETE', `/v1/contacts/${deleted.id}`, { token });
+      const mine = await create({ name: 'Mine' });
+      const unknown = 'ct_01J00000000000000000000000';
+      for (const [id, sourceId, param] of [
+        [mine.id, unknown, '/source_contact_id'], [mine.id, theirs.id, '/source_contact_id'], [mine.id, deleted.id, '/source_contact_id'],
+        [unknown, mine.id, '/path/id'], [theirs.id, mine.id, '/path/id'], [deleted.id, mine.id, '/path/id'],
+      ] as const) {
+        const error = assertError(await merge(id, { source_contact_id: sourceId }), 404, 'resource_not_found');
+        assert.equal(error.param, param, `${id} <- ${sourceId}`);
+      }
+      assert.deepEqual((await get(mine.id)).body, mine);
+      assert.deepEqual((await server.request('GET', `/v1/contacts/${theirs.id}`, { token: other.token })).body, theirs);
+    });
+
+    it('a missing, malformed or unknown body field is validation_failed', async () => {
+      const [contact, another] = [await create(), await create()];
+      for (const [body, param, code] of [
+        [{}, '/source_contact_id', 'missing'],
+        [{ source_contact_id: 'conn_01J00000000000000000000000' }, '/source_contact_id', 'invalid_format'],
+        [{ source_contact_id: another.id, keep: 'name' }, '/keep', 'unknown_field'],
+      ] as const) {
+        const error = assertError(await merge(contact.id, body), 400, 'validation_failed');
+        assert.equal(error.param, param, JSON.stringify(body));
+        assert.equal(error.details[0].code, code);
+      }
+      assert.equal((await get(another.id)).status, 200);
+    });
+
+    it('metadata that would pass 50 keys once combined is refused, and nothing moves', async () => {
+      const keys = (prefix: string) => Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`${prefix}${i}`, i]));
+      const survivor = await create({ metadata: keys('a') });
+      const message = await inboundMessage(server, support.phone_number_id, newNumber());
+      await server.request('PATCH', `/v1/contacts/${message.contact_id}`, { token, body: { metadata: keys('b') } });
+      const error = assertError(await merge(survivor.id, { source_contact_id: message.contact_id }), 400, 'validation_failed');
+      assert.equal(error.param, '/source_contact_id');
+      assert.equal(error.details[0].code, 'too_many');
+      assert.equal((await get(message.contact_id)).status, 200);
+      assert.equal((await messageRow(message.id)).contact_id, message.contact_id);
+    });
+
+    it('merging needs contacts:write', async () => {
+      const [contact, another] = [await create(), await create()];
+      const viewer = await addMember(server, owner.organizationId, 'viewer');
+      const readOnly = await createKey(server, await logIn(server, owner), { kind: 'organization', mode: 'live', scopes: ['contacts:read'] });
+      for (const refused of [viewer.token, readOnly.key]) {
+        const error = assertError(await merge(contact.id, { source_contact_id: another.id }, refused), 403, 'scope_missing');
+        assert.equal(error.required_scope, 'contacts:write');
+      }
+    });
+
+    it('a repeated merge with the same Idempotency-Key replays the answer; without one, the source is gone', async () => {
+      const [contact, another] = [await create(), await create()];
+      const headers = { 'idempotency-key': `merge-${randomInt(1e9)}` };
+      const first = await server.request('POST', `/v1/contacts/${contact.id}/merge`, { token, body: { source_contact_id: another.id }, headers });
+      const again = await server.request('POST', `/v1/contacts/${contact.id}/merge`, { token, body: { source_contact_id: another.id }, headers });
+      assert.equal(again.headers.get('idempotency-replayed'), 'true');
+      assert.deepEqual(again.body, first.body);
+      assertError(await merge(contact.id, { source_contact_id: another.id }), 404, 'resource_not_found');
+    });
+  });
+
+  describe('concurrency', () => {
+    it("a merge racing a message from the source's number never leaves the message on the deleted source", async () => {
+      for (let round = 0; round < 6; round++) {
+        const survivor = await create();
+        const sourcePhone = newNumber();
+        const first = await inboundMessage(server, support.phone_number_id, sourcePhone);
+        const sent = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: sourcePhone.slice(1), type: 'text', text: 'again' } });
+        const [merged] = await Promise.all([
+          merge(survivor.id, { source_contact_id: first.contact_id }),
+          server.app.sandbox!.idle().then(() => server.app.worker.drain()),
+        ]);
+        assert.equal(merged.status, 200, merged.text);
+        await server.app.worker.drain();
+        const message = await server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', sent.body.message_id).executeTakeFirstOrThrow();
+        const contact = await server.app.store.db.selectFrom('contacts').selectAll().where('id', '=', message.contact_id).executeTakeFirstOrThrow();
+        assert.equal(contact.deleted_at, null, 'the message is on a live contact');
+        // Before the merge it moved with the source's thread; after it, the number's new contact has it.
+        assert.ok(contact.id === survivor.id || contact.phone_number === sourcePhone, `message on ${contact.id}`);
+        assert.equal((await conversationRow(message.conversation_id))!.contact_id, contact.id);
+        assert.equal((await messageRow(first.id)).contact_id, survivor.id);
+      }
+    });
+  });
+});
+
+describe('the 24-hour window', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  let token: string;
+  let support: Numbered;
+  let sales: Numbered;
+  let sandboxTest: Numbered;
+  before(async () => {
+    ({ server, owner, token, support, sales } = await startWithTwoNumbers());
+    sandboxTest = await createConnection(server, owner, { name: 'Trying things', test: true });
+  });
+  after(() => server.close());
+
+  const window = (id: string, query = '', as = token) => server.request('GET', `/v1/contacts/${id}/window${query}`, { token: as });
+  const plusDay = (iso: string) => new Date(Date.parse(iso) + 24 * HOUR).toISOString();
+
+  it('a contact who never wrote has a closed window and no times', async () => {
+    const contact = await createContact(server, token);
+    const response = await window(contact.id);
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body, { object: 'window', contact_id: contact.id, connection_id: null, open: false, last_inbound_at: null, expires_at: null });
+    assert.equal((await window(contact.id, `?connection_id=${support.id}`)).body.connection_id, support.id);
+  });
+
+  it("is open for 24 hours after the customer's last message, on that connection only", async () => {
+    const message = await inboundMessage(server, support.phone_number_id, newNumber());
+    const expected = { object: 'window', contact_id: message.contact_id, connection_id: support.id, open: true, last_inbound_at: message.sent_at, expires_at: plusDay(message.sent_at!) };
+    assert.deepEqual((await window(message.contact_id)).body, expected);
+    assert.deepEqual((await window(message.contact_id, `?connection_id=${support.id}`)).body, expected);
+    assert.deepEqual((await window(message.contact_id, `?connection_id=${sales.id}`)).body, {
+      object: 'window', contact_id: message.contact_id, connection_id: sales.id, open: false, last_inbound_at: null, expires_at: null,
+    });
+    server.clock.set(Date.parse(expected.expires_at) - SECOND);
+    assert.equal((await window(message.contact_id)).body.open, true);
+    server.clock.advance(SECOND);
+    assert.deepEqual((await window(message.contact_id)).body, { ...expected, open: false }, 'closed at 24 hours, still saying when');
+  });
+
+  it('without connection_id, it is the window of the connection the contact last wrote to, among those the credential sees', async () => {
+    const phone = newNumber();
+    const first = await inboundMessage(server, support.phone_number_id, phone);
+    server.clock.advance(HOUR);
+    await inboundMessage(server, sales.phone_number_id, phone);
+    server.clock.advance(HOUR);
+    await inboundMessage(server, sandboxTest.phone_number_id, phone);
+    const dashboard = await logIn(server, owner);
+    const supportKey = await createKey(server, dashboard, { kind: 'connection', mode: 'live', connection_id: support.id });
+    const testKey = await createKey(server, dashboard, { kind: 'organization', mode: 'test' });
+    const connectionOf = async (as: string) => (await window(first.contact_id, '', as)).body.connection_id;
+    assert.equal(await connectionOf(dashboard), sandboxTest.id, 'a dashboard token sees every connection');
+    assert.equal(await connectionOf(token), sales.id, 'a live key sees live connections');
+    assert.equal(await connectionOf(testKey.key), sandboxTest.id);
+    assert.equal(await connectionOf(supportKey.key), support.id, 'a connection key sees its own');
+  });
+
+  it("another organization's contact, a deleted one, or a connection the credential cannot see is resource_not_found", async () => {
+    const other = await signUp(server, { organizationName: 'Other' });
+    const theirs = await createContact(server, other.token);
+    const theirConnection = await createConnection(server, other);
+    const deleted = await createContact(server, token);
+    await server.request('DELETE', `/v1/contacts/${deleted.id}`, { token });
+    const contact = await createContact(server, token);
+    assertError(await window(theirs.id), 404, 'resource_not_found');
+    assertError(await window(deleted.id), 404, 'resource_not_found');
+    const supportKey = await createKey(server, await logIn(server, owner), { kind: 'connection', mode: 'live', connection_id: support.id });
+    for (const [query, as] of [
+      [`?connection_id=${theirConnection.id}`, token],
+      ['?connection_id=conn_01J00000000000000000000000', token],
+      [`?connection_id=${sales.id}`, supportKey.key],
+    ] as const) {
+      const error = assertError(await window(contact.id, query, as), 404, 'resource_not_found');
+      assert.equal(error.param, '/query/connection_id');
+    }
+  });
+
+  it('a malformed connection_id or an unknown query parameter is validation_failed', async () => {
+    const contact = await createContact(server, token);
+    assert.equal(assertError(await window(contact.id, '?connection_id=ct_01J00000000000000000000000'), 400, 'validation_failed').param, '/query/connection_id');
+    assertError(await window(contact.id, '?channel=sms'), 400, 'validation_failed');
+  });
+
+  it('reading it needs contacts:read', async () => {
+    const contact = await createContact(server, token);
+    const readOnly = await createKey(server, await logIn(server, owner), { kind: 'organization', mode: 'live', scopes: ['contacts:read'] });
+    const messagesOnly = await createKey(server, await logIn(server, owner), { kind: 'organization', mode: 'live', scopes: ['messages:read'] });
+    assert.equal((await window(contact.id, '', readOnly.key)).status, 200);
+    assert.equal(assertError(await window(contact.id, '', messagesOnly.key), 403, 'scope_missing').required_scope, 'contacts:read');
   });
 });

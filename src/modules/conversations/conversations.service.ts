@@ -2,10 +2,29 @@ import type { Db } from '../../db/connect.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 import { changedAttributes } from '../../events/envelope.ts';
 import type { EventEmitter } from '../../events/emit.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { conversationWindowExpiring } from '../../jobs/catalog.ts';
+import type { Queue } from '../../jobs/queue.ts';
+import { HOUR, type Clock } from '../../lib/clock.ts';
+import { invalidParam } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { METADATA_MAX_KEYS } from '../../lib/metadata.ts';
 import type { Conversation, ConversationState } from './conversations.schemas.ts';
-import type { ConversationsStore } from './conversations.store.ts';
+import type { ConnectionScope, ConversationChanges, ConversationsStore } from './conversations.store.ts';
+
+/** The customer service window: free-form messages are allowed this long after the customer's last message. */
+export const WINDOW_MS = 24 * HOUR;
+/** `conversation.window_expiring` comes this long before the window closes. */
+export const WINDOW_WARNING_MS = HOUR;
+
+/** The 24-hour window of one number and one customer, as of the service's clock. */
+export interface Window {
+  open: boolean;
+  lastInboundAt: string | null;
+  expiresAt: string | null;
+}
+
+const expiryOf = (lastInboundAt: string | null): string | null =>
+  lastInboundAt === null ? null : new Date(Date.parse(lastInboundAt) + WINDOW_MS).toISOString();
 
 function toConversation(row: ConversationsTable): Conversation {
   return {
@@ -16,6 +35,7 @@ function toConversation(row: ConversationsTable): Conversation {
     state: row.state as ConversationState,
     last_message_at: row.last_message_at,
     last_inbound_at: row.last_inbound_at,
+    window_expires_at: expiryOf(row.last_inbound_at),
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -24,13 +44,69 @@ function toConversation(row: ConversationsTable): Conversation {
 
 const later = (a: string | null, b: string | null): string | null => (a === null ? b : b === null ? a : a > b ? a : b);
 
-export function createConversationsService(deps: { store: ConversationsStore; clock: Clock; events: EventEmitter }) {
-  const { store, clock, events } = deps;
+/**
+ * A warning timer is keyed by its closing time: a window pushed back gets a new key (the old timer
+ * is cancelled), and a closing time is warned about at most once, however often it is scheduled.
+ */
+const warningKey = (conversationId: string, expiresAt: string) => `conversation.window_expiring:${conversationId}:${expiresAt}`;
+
+/**
+ * What one conversation keeps when a merge folds another into it. The state is the survivor's,
+ * unless it is closed and the other's is not: a thread someone is still working on stays in view.
+ */
+function fold(kept: ConversationsTable, folded: ConversationsTable, now: string): ConversationsTable {
+  // Survivor's keys win, as for the contacts themselves; nothing is dropped silently.
+  const metadata = { ...(JSON.parse(folded.metadata) as Record<string, unknown>), ...(JSON.parse(kept.metadata) as Record<string, unknown>) };
+  if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
+    throw invalidParam('/source_contact_id', `cannot be merged: conversation ${kept.id} would hold more than ${METADATA_MAX_KEYS} metadata keys`, 'too_many');
+  }
+  const lastInboundAt = later(kept.last_inbound_at, folded.last_inbound_at);
+  const expiresAt = expiryOf(lastInboundAt);
+  return {
+    ...kept,
+    state: kept.state === 'closed' && folded.state !== 'closed' ? folded.state : kept.state,
+    last_message_at: later(kept.last_message_at, folded.last_message_at),
+    last_inbound_at: lastInboundAt,
+    metadata: JSON.stringify(metadata),
+    // The warning already sent for the window that survives, whichever thread it was sent on.
+    window_warning_for: expiresAt !== null && folded.window_warning_for === expiresAt ? expiresAt : kept.window_warning_for,
+    updated_at: now,
+  };
+}
+
+export function createConversationsService(deps: { db: Db; store: ConversationsStore; clock: Clock; events: EventEmitter; queue: Queue }) {
+  const { db, store, clock, events, queue } = deps;
+
+  function windowFrom(lastInboundAt: string | null): Window {
+    const expiresAt = expiryOf(lastInboundAt);
+    return { open: expiresAt !== null && clock.now().getTime() < Date.parse(expiresAt), lastInboundAt, expiresAt };
+  }
+
+  /** Moves the conversation's warning timer from the closing time `from` to the one it now has. */
+  async function moveWarning(trx: Db, row: ConversationsTable, from: string | null): Promise<void> {
+    const to = expiryOf(row.last_inbound_at);
+    if (to === from) return;
+    if (from !== null) await queue.cancel(trx, warningKey(row.id, from));
+    // A window that already closed (a late webhook) has nothing to warn about.
+    if (to === null || to === row.window_warning_for || Date.parse(to) <= clock.now().getTime()) return;
+    await queue.enqueue(trx, conversationWindowExpiring, { conversation_id: row.id, expires_at: to }, {
+      runAt: new Date(Date.parse(to) - WINDOW_WARNING_MS), dedupeKey: warningKey(row.id, to),
+    });
+  }
+
+  async function emitUpdated(trx: Db, organizationId: string, before: ConversationsTable, after: ConversationsTable): Promise<void> {
+    await events.emit(trx, {
+      type: 'conversation.updated', organizationId, connectionId: after.connection_id,
+      object: toConversation(after), previousAttributes: changedAttributes(toConversation(before), toConversation(after)),
+    });
+  }
+
   return {
     /**
      * Files a message into the thread of a number and a customer: the first message creates the
-     * thread (`conversation.created`); a customer's message reopens a closed one. `inboundAt` is set
-     * for a message the customer sent; imported history moves no clock and reopens nothing.
+     * thread (`conversation.created`); a customer's message reopens a closed one and moves the
+     * window, and with it the warning timer. Imported history moves no clock and reopens nothing.
+     * The thread's row is locked, so concurrent messages cannot move its clocks backwards.
      */
     async recordMessage(trx: Db, input: { organizationId: string; connectionId: string; contactId: string; at: Date; inbound: boolean; imported: boolean }): Promise<Conversation> {
       const now = clock.now().toISOString();
@@ -44,16 +120,18 @@ export function createConversationsService(deps: { store: ConversationsStore; cl
         last_message_at: input.imported ? null : at,
         last_inbound_at: input.inbound && !input.imported ? at : null,
         metadata: '{}',
+        window_warning_for: null,
         created_at: now,
         updated_at: now,
       };
       if (await store.insertIfAbsent(trx, fresh)) {
+        await moveWarning(trx, fresh, null);
         const conversation = toConversation(fresh);
         await events.emit(trx, { type: 'conversation.created', organizationId: input.organizationId, connectionId: input.connectionId, object: conversation });
         return conversation;
       }
-      const row = (await store.findThread(trx, input.connectionId, input.contactId))!;
-      if (input.imported) return toConversation(row);
+      if (input.imported) return toConversation((await store.findThread(trx, input.connectionId, input.contactId))!);
+      const row = (await store.lockThread(trx, input.connectionId, input.contactId))!;
       const changes = {
         last_message_at: later(row.last_message_at, at),
         last_inbound_at: input.inbound ? later(row.last_inbound_at, at) : row.last_inbound_at,
@@ -61,14 +139,80 @@ export function createConversationsService(deps: { store: ConversationsStore; cl
       };
       const next = { ...row, ...changes, updated_at: now };
       await store.update(trx, row.id, { ...changes, updated_at: now });
+      await moveWarning(trx, next, expiryOf(row.last_inbound_at));
       // Only the state is a change people act on; the clocks move with every message.
-      if (next.state !== row.state) {
-        await events.emit(trx, {
-          type: 'conversation.updated', organizationId: input.organizationId, connectionId: input.connectionId,
-          object: toConversation(next), previousAttributes: changedAttributes(toConversation(row), toConversation(next)),
-        });
-      }
+      if (next.state !== row.state) await emitUpdated(trx, input.organizationId, row, next);
       return toConversation(next);
+    },
+
+    /**
+     * The window of one number and one customer: open while the customer's last message there (not
+     * imported history) is less than 24 hours old.
+     */
+    async windowOf(db: Db, connectionId: string, contactId: string): Promise<Window> {
+      return windowFrom((await store.findThread(db, connectionId, contactId))?.last_inbound_at ?? null);
+    },
+
+    /** The window on the connection the customer last wrote to, among those the scope sees; null when they never wrote. */
+    async latestWindow(db: Db, contactId: string, scope: ConnectionScope): Promise<Window & { connectionId: string | null }> {
+      const row = await store.findLatestInbound(db, contactId, scope);
+      return { connectionId: row?.connection_id ?? null, ...windowFrom(row?.last_inbound_at ?? null) };
+    },
+
+    /**
+     * The timer's work: `conversation.window_expiring`, once per closing time. A timer whose window
+     * moved (a later message: that closing time's timer warns instead), whose window closed, or whose
+     * conversation was folded into another by a merge does nothing.
+     */
+    async warnWindowExpiring(conversationId: string, expiresAt: string): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const row = await store.lockById(trx, conversationId);
+        if (!row || expiryOf(row.last_inbound_at) !== expiresAt || row.window_warning_for === expiresAt) return;
+        if (Date.parse(expiresAt) <= clock.now().getTime()) return;
+        // Not a change of the resource: `updated_at` stays.
+        await store.update(trx, row.id, { window_warning_for: expiresAt });
+        await events.emit(trx, { type: 'conversation.window_expiring', organizationId: row.organization_id, connectionId: row.connection_id, object: toConversation(row) });
+      });
+    },
+
+    /**
+     * A contact merge: the source contact's conversations become the survivor's. On a connection
+     * where both have one, the source's is folded into the survivor's (its messages move, the later
+     * clocks are kept, the folded row is deleted); elsewhere the conversation just changes contact.
+     * Every conversation that changed gets `conversation.updated`; the folded one simply ends (the
+     * catalogue has no `conversation.deleted`). The caller holds both contacts' locks, which every
+     * inbound message takes first too, so no message can join a thread while it moves.
+     */
+    async mergeContact(trx: Db, input: { organizationId: string; sourceContactId: string; survivorContactId: string }): Promise<{ conversationsMoved: number; conversationsFolded: number; messagesMoved: number }> {
+      const now = clock.now().toISOString();
+      const rows = await store.lockOfContacts(trx, [input.sourceContactId, input.survivorContactId]);
+      const survivors = new Map(rows.filter((row) => row.contact_id === input.survivorContactId).map((row) => [row.connection_id, row]));
+      const counts = { conversationsMoved: 0, conversationsFolded: 0, messagesMoved: 0 };
+      for (const source of rows.filter((row) => row.contact_id === input.sourceContactId)) {
+        const kept = survivors.get(source.connection_id);
+        const target = kept ?? { ...source, contact_id: input.survivorContactId, updated_at: now };
+        counts.messagesMoved += await store.moveMessages(trx, source.id, { conversationId: target.id, contactId: input.survivorContactId });
+        if (!kept) {
+          // Its id, window and warning timer stay: only the contact changes.
+          await store.update(trx, source.id, { contact_id: target.contact_id, updated_at: now });
+          await emitUpdated(trx, input.organizationId, source, target);
+          counts.conversationsMoved++;
+          continue;
+        }
+        // Notes, tags and locks (issue 7 and after) of the folded conversation move to `kept` here, before its row goes.
+        const sourceExpiry = expiryOf(source.last_inbound_at);
+        if (sourceExpiry !== null) await queue.cancel(trx, warningKey(source.id, sourceExpiry));
+        await store.delete(trx, source.id);
+        const next = fold(kept, source, now);
+        await store.update(trx, kept.id, {
+          state: next.state, last_message_at: next.last_message_at, last_inbound_at: next.last_inbound_at,
+          metadata: next.metadata, window_warning_for: next.window_warning_for, updated_at: now,
+        } satisfies ConversationChanges);
+        await moveWarning(trx, next, expiryOf(kept.last_inbound_at));
+        await emitUpdated(trx, input.organizationId, kept, next);
+        counts.conversationsFolded++;
+      }
+      return counts;
     },
   };
 }
