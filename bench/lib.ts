@@ -399,6 +399,7 @@ type Autocannon = (options: {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  idReplacement?: boolean;
   setupClient?: (client: { setHeaders(headers: Record<string, string>): void }) => void;
 }) => Promise<AutocannonResult>;
 
@@ -422,6 +423,8 @@ export interface LoadOptions {
    */
   connectionHeaders?: Record<string, string>[];
   body?: string;
+  /** Replace `[<id>]` in every request (headers and body) with a fresh unique id: an Idempotency-Key per request. */
+  idReplacement?: boolean;
   /** The server's pid, to report the CPU time it spent per request during the measurement. */
   pid?: number;
 }
@@ -466,6 +469,7 @@ export async function measure(options: LoadOptions): Promise<LoadFigures> {
     ...(options.method ? { method: options.method } : {}),
     ...(options.headers ? { headers: options.headers } : {}),
     ...(options.body !== undefined ? { body: options.body } : {}),
+    ...(options.idReplacement ? { idReplacement: true } : {}),
   };
   const perConnection = options.connectionHeaders;
   let nextConnection = 0;

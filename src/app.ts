@@ -31,6 +31,7 @@ import { createWebhookEndpointsModule } from './modules/webhook-endpoints/index.
 import { createWebhookSender } from './modules/webhook-endpoints/webhook-sender.ts';
 import { createContactsModule } from './modules/contacts/index.ts';
 import { createConversationsModule } from './modules/conversations/index.ts';
+import { createFileMediaStorage, createMediaModule } from './modules/media/index.ts';
 import { createMessagesModule } from './modules/messages/index.ts';
 import { createTemplatesModule } from './modules/templates/index.ts';
 import { createProviderWebhooksModule } from './modules/provider-webhooks/index.ts';
@@ -42,6 +43,7 @@ import { createCloudProvider, type CloudProvider } from './provider/whatsapp/clo
 import { parseProviderWebhook } from './provider/whatsapp/webhook-parser.ts';
 import { verifyProviderSignature } from './provider/whatsapp/webhook-signature.ts';
 import { createHmac } from 'node:crypto';
+import path from 'node:path';
 
 export const API_VERSION = '1.0.0';
 
@@ -86,7 +88,9 @@ function buildProvider(config: Config, clock: Clock, masterKey: Buffer, localUrl
   const pacer = createPacer({ redis, keyPrefix: `${config.rateLimitKeyPrefix}:pacing` });
   const cloud = lazily<CloudProvider>(() =>
     withPacing(
-      createCloudProvider({ baseUrl: graphBaseUrl(), version: config.providerApiVersion, appId: config.providerAppId ?? 'sandbox', appSecret }),
+      createCloudProvider({
+        baseUrl: graphBaseUrl(), version: config.providerApiVersion, appId: config.providerAppId ?? 'sandbox', appSecret, timeoutMs: config.providerTimeoutMs,
+      }),
       { pacer, ceilingOf: (credentials) => credentials.messagesPerSecond ?? THROUGHPUT_PER_SECOND.standard },
     ),
   );
@@ -120,7 +124,8 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     store: createEventsStore(), queue, clock,
     findSubscribers: (trx, organizationId, type, connectionId) => webhookEndpoints.service.findSubscribers(trx, organizationId, type, connectionId),
   });
-  const templates = createTemplatesModule({ db, clock, events, provider: provider.provider });
+  // Connections sync their templates, and the template endpoints reach the provider through connections: bound late.
+  const templates = createTemplatesModule({ db, clock, events, audit: audit.service, provider: provider.provider, connections: () => connections.service });
   const connections = createConnectionsModule({ db, clock, audit: audit.service, events, queue, secrets, provider: provider.provider, templates: templates.service });
   const apiKeys = createApiKeysModule({ db, clock, audit: audit.service, connections: connections.service });
   const oauthTokens = createOauthTokensModule({ db, clock });
@@ -143,9 +148,16 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
   });
   const sender = createWebhookSender({ allowPrivateNetworks: config.webhookAllowPrivateNetworks });
-  const contacts = createContactsModule({ db, clock, events, audit: audit.service });
-  const conversations = createConversationsModule({ clock, events });
-  const messages = createMessagesModule({ db, clock, events, contacts: contacts.service, conversations: conversations.service });
+  const conversations = createConversationsModule({ db, clock, events, queue });
+  const contacts = createContactsModule({ db, clock, events, audit: audit.service, conversations: conversations.service, connections: connections.service });
+  const media = createMediaModule({
+    db, clock, queue, provider: provider.provider, audit: audit.service, connections: connections.service,
+    storage: createFileMediaStorage(path.join(config.dataDir, 'media')),
+  });
+  const messages = createMessagesModule({
+    db, clock, events, queue, log, provider: provider.provider, contacts: contacts.service, conversations: conversations.service,
+    connections: connections.service, templates: templates.service, media: media.service,
+  });
   const providerWebhooks = createProviderWebhooksModule({
     db, clock, queue, log, inbound: provider.inbound, connections: connections.service, messages: messages.service, templates: templates.service,
   });
@@ -153,11 +165,11 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     db, clock, secrets, transport: sender, events, audit: audit.service, connections: connections.service,
     notifyOwners: mail.service.notifyOwners,
   });
-  for (const module of [webhookEndpoints, mail, connections, providerWebhooks]) module.registerJobs(worker);
+  for (const module of [webhookEndpoints, mail, connections, providerWebhooks, conversations, media, messages]) module.registerJobs(worker);
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: provider.graphBaseUrl, pacer: provider.pacer });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation: store.dialect.isUniqueViolation, secrets });
   return {
-    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages],
+    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages, templates, media],
     sandbox: provider.sandbox,
     worker,
     closeables: [sender, provider],
@@ -166,7 +178,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
       apiKeys: apiKeys.service, oauthTokens: oauthTokens.service, auth: auth.service, credentials,
       idempotencyKeys: idempotencyKeys.service, webhookEndpoints: webhookEndpoints.service, mail: mail.service, events, queue,
       messages: messages.service, providerWebhooks: providerWebhooks.service,
-      contacts: contacts.service,
+      contacts: contacts.service, templates: templates.service, media: media.service,
     },
   };
 }

@@ -27,6 +27,8 @@ export interface Config {
   providerAppId: string | undefined;
   providerAppSecret: string | undefined;
   providerVerifyToken: string | undefined;
+  /** How long one provider call may wait to connect, for the answer's headers and for its body. */
+  providerTimeoutMs: number;
   smtpUrl: string | undefined;
   webhookAllowPrivateNetworks: boolean;
   role: 'all' | 'api' | 'worker';
@@ -133,6 +135,7 @@ export function loadConfig(env: Env): Config {
     providerAppId: text(env, 'PROVIDER_APP_ID'),
     providerAppSecret: text(env, 'PROVIDER_APP_SECRET'),
     providerVerifyToken: text(env, 'PROVIDER_VERIFY_TOKEN'),
+    providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 10_000),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     webhookAllowPrivateNetworks: flag(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     role: oneOf(env, 'ROLE', ['all', 'api', 'worker'], 'all'),

@@ -253,6 +253,8 @@ export interface ConversationsTable {
   metadata: string;
   created_at: string;
   updated_at: string;
+  /** The window closing time (`expires_at`) the last `conversation.window_expiring` was sent for. */
+  window_warning_for: string | null;
 }
 
 export interface MessagesTable {
@@ -272,6 +274,8 @@ export interface MessagesTable {
   error: string | null;
   metadata: string;
   sent_at: string | null;
+  /** JSON, outbound only: what the queued send gives the provider (see 0012_outbound_messages). */
+  send_request: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -291,6 +295,41 @@ export interface TemplatesTable {
   components: string;
   created_at: string;
   updated_at: string;
+}
+
+/** A file uploaded through the API or sent by a customer; its bytes are in the media storage under `storage_key`. */
+export interface MediaTable {
+  id: string;
+  organization_id: string;
+  /** The number it came in on, or the connection of the connection key that uploaded it. */
+  connection_id: string | null;
+  /** `upload` or `inbound`. */
+  source: string;
+  /** `pending` (inbound, being fetched), `ready` or `failed`. */
+  status: string;
+  kind: string;
+  mime_type: string;
+  size: number | null;
+  sha256: string | null;
+  filename: string | null;
+  /** Set once the bytes are stored. */
+  storage_key: string | null;
+  /** Inbound: the provider's id to fetch the bytes with, and the SHA-256 (hex or base64) it announced. */
+  provider_media_id: string | null;
+  provider_sha256: string | null;
+  failure_reason: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The provider's id for a media uploaded for one sending number; the provider forgets it at `expires_at`. */
+export interface MediaUploadsTable {
+  media_id: string;
+  connection_id: string;
+  provider_media_id: string;
+  expires_at: string;
+  created_at: string;
 }
 
 export interface Database {
@@ -314,4 +353,6 @@ export interface Database {
   conversations: ConversationsTable;
   messages: MessagesTable;
   templates: TemplatesTable;
+  media: MediaTable;
+  media_uploads: MediaUploadsTable;
 }

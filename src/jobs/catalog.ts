@@ -55,4 +55,42 @@ export const connectionOnboardingDeadline = defineJob({
   timeoutMs: 30 * SECOND,
 });
 
-export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline] as const;
+/**
+ * Sends one stored outbound message to the provider. A throttle or an outage is retried on this
+ * schedule; a send that timed out is retried only after `SEND_TIMEOUT_GRACE_MS`, in which a status
+ * naming the message proves it went out (see docs/messages.md).
+ */
+export const messageSend = defineJob({
+  name: 'message.send',
+  payload: Type.Object({ message_id: Type.String() }),
+  retry: retrySchedule([2 * SECOND, 10 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE], { jitter: 0.2 }),
+  // Waiting for a pacing slot, uploading media (up to 100 MiB) and the send itself.
+  timeoutMs: 5 * MINUTE,
+});
+
+/**
+ * Warns that a conversation's 24-hour window closes in an hour. One timer per closing time, keyed by
+ * it; the handler re-reads the conversation, so a timer whose window moved or closed does nothing.
+ */
+export const conversationWindowExpiring = defineJob({
+  name: 'conversation.window_expiring',
+  payload: Type.Object({ conversation_id: Type.String(), expires_at: Type.String() }),
+  // A warning is worth retrying only within its hour; the handler drops it once the window closed.
+  retry: retrySchedule([30 * SECOND, 2 * MINUTE, 10 * MINUTE]),
+  timeoutMs: 30 * SECOND,
+});
+
+/**
+ * Fetches the bytes of a media a customer sent into the media storage. The provider keeps them for
+ * 7 days, so the schedule gives up within hours; the handler skips media no longer pending.
+ */
+export const mediaFetch = defineJob({
+  name: 'media.fetch',
+  payload: Type.Object({ media_id: Type.String() }),
+  retry: retrySchedule([10 * SECOND, MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR]),
+  // Up to 100 MB from the provider's CDN. Longer than a worker's lease: a second worker taking the
+  // job over writes the same bytes under the same key, which is harmless.
+  timeoutMs: 5 * MINUTE,
+});
+
+export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline, messageSend, conversationWindowExpiring, mediaFetch] as const;

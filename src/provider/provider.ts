@@ -25,9 +25,13 @@ export type MediaSource = { id: string } | { link: string };
  * whose placeholders are named (`{{first_name}}`) instead of numbered.
  */
 export type TemplateTextParameter = { type: 'text'; text: string; name?: string };
-export type TemplateHeaderParameter =
+/**
+ * Content that carries media is generic over how the media is named: the port sends `MediaSource`
+ * (the provider's id or a link); the domain keeps its own reference until the moment of sending.
+ */
+export type TemplateHeaderParameter<M = MediaSource> =
   | TemplateTextParameter
-  | { type: 'image' | 'video' | 'document'; media: MediaSource; filename?: string }
+  | { type: 'image' | 'video' | 'document'; media: M; filename?: string }
   | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string };
 export type TemplateBodyParameter =
   | TemplateTextParameter
@@ -40,11 +44,11 @@ export type TemplateButtonParameter =
   | { type: 'url'; index: number; urlSuffix: string }
   | { type: 'copy_code'; index: number; code: string };
 
-export type InteractiveHeader = { type: 'text'; text: string } | { type: 'image' | 'video' | 'document'; media: MediaSource; filename?: string };
+export type InteractiveHeader<M = MediaSource> = { type: 'text'; text: string } | { type: 'image' | 'video' | 'document'; media: M; filename?: string };
 
-export type InteractiveContent =
+export type InteractiveContent<M = MediaSource> =
   /** Up to three reply buttons; the user's tap comes back as an inbound `button_reply` with the button's `id`. */
-  | { kind: 'buttons'; body: string; header?: InteractiveHeader; footer?: string; buttons: { id: string; title: string }[] }
+  | { kind: 'buttons'; body: string; header?: InteractiveHeader<M>; footer?: string; buttons: { id: string; title: string }[] }
   /** A menu opened by `buttonLabel`: up to ten rows in total across the sections. */
   | {
       kind: 'list';
@@ -71,19 +75,19 @@ export interface ContactCard {
   birthday?: string;
 }
 
-export type MessageContent =
+export type MessageContent<M = MediaSource> =
   | { type: 'text'; text: string; previewUrl?: boolean }
-  | { type: MediaKind; media: MediaSource; caption?: string; filename?: string }
+  | { type: MediaKind; media: M; caption?: string; filename?: string }
   | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
   /** An empty `emoji` removes an earlier reaction. */
   | { type: 'reaction'; messageId: string; emoji: string }
   | { type: 'contacts'; contacts: ContactCard[] }
-  | { type: 'interactive'; interactive: InteractiveContent }
+  | { type: 'interactive'; interactive: InteractiveContent<M> }
   | {
       type: 'template';
       name: string;
       language: string;
-      headerParameter?: TemplateHeaderParameter;
+      headerParameter?: TemplateHeaderParameter<M>;
       bodyParameters?: TemplateBodyParameter[];
       buttonParameters?: TemplateButtonParameter[];
     };

@@ -8,6 +8,9 @@ import * as provider from './0006_provider.ts';
 import * as messaging from './0007_messaging.ts';
 import * as templates from './0008_templates.ts';
 import * as contacts from './0009_contacts.ts';
+import * as media from './0010_media.ts';
+import * as windowWarning from './0011_window.ts';
+import * as outboundMessages from './0012_outbound_messages.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +23,7 @@ export const migrations: Record<string, Migration> = {
   '0007_messaging': messaging,
   '0008_templates': templates,
   '0009_contacts': contacts,
+  '0010_media': media,
+  '0011_window': windowWarning,
+  '0012_outbound_messages': outboundMessages,
 };

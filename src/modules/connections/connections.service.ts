@@ -158,6 +158,19 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     };
   }
 
+  /** What talking to the provider for a connection takes, refused unless the connection is connected. */
+  function accessOf(row: ConnectionsTable): ProviderAccess {
+    if (row.status === 'needs_reauth') throw new AppError('connection_needs_reauth');
+    if (row.status !== 'connected') throw new AppError('connection_inactive', 'The connection was disconnected.');
+    return {
+      connectionId: row.id,
+      organizationId: row.organization_id,
+      test: toBoolean(row.test),
+      credentials: credentialsOf(row),
+      throughputPerSecond: row.throughput_per_second ?? THROUGHPUT_PER_SECOND.standard,
+    };
+  }
+
   /** Calls the provider; a failure becomes the API's error, and an expired token marks the connection. */
   async function callProvider<T>(row: ConnectionsTable | undefined, call: () => Promise<T>): Promise<T> {
     try {
@@ -400,16 +413,17 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
 
     /** Provider access for a connection the caller may address, refused unless it is connected. */
     async providerAccess(principal: Principal, id: string): Promise<ProviderAccess> {
-      const row = await getRow(db, principal, id);
-      if (row.status === 'needs_reauth') throw new AppError('connection_needs_reauth');
-      if (row.status !== 'connected') throw new AppError('connection_inactive', 'The connection was disconnected.');
-      return {
-        connectionId: row.id,
-        organizationId: row.organization_id,
-        test: toBoolean(row.test),
-        credentials: credentialsOf(row),
-        throughputPerSecond: row.throughput_per_second ?? THROUGHPUT_PER_SECOND.standard,
-      };
+      return accessOf(await getRow(db, principal, id));
+    },
+
+    /**
+     * Provider access for the service's own queued work (a send, a media fetch), which has no caller:
+     * the job's payload names a connection its own organization's work was filed under.
+     */
+    async providerAccessForWork(id: string): Promise<ProviderAccess> {
+      const row = await store.findById(db, id);
+      if (!row) throw notFound('connection');
+      return accessOf(row);
     },
 
     /** Records that the provider refused the connection's token (an answer 190, say). */

@@ -4,15 +4,18 @@ import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import type { EventEmitter } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { notFound } from '../../lib/errors.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { isProviderError, providerErrorToAppError, type Provider } from '../../provider/provider.ts';
 import type { MessageBody, ProviderErrorDetail, ProviderStatus } from '../../provider/updates.ts';
-import type { ServingConnection } from '../connections/index.ts';
+import type { ConnectionsService, ProviderAccess, ServingConnection } from '../connections/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
+import type { MediaService } from '../media/index.ts';
 import { MESSAGE_TYPES, type Message, type MessageError, type MessageStatus, type MessageType } from './messages.schemas.ts';
 import type { MessageFilters, MessageScope, MessagesStore } from './messages.store.ts';
+import { isMediaKind } from './outbound.ts';
 
 interface StoredContext {
   reply_to: string | null;
@@ -26,7 +29,7 @@ interface StoredContent {
   referral: Record<string, unknown> | null;
 }
 
-function toMessage(row: MessagesTable): Message {
+export function toMessage(row: MessagesTable): Message {
   const content = JSON.parse(row.content) as StoredContent;
   const type = row.type as MessageType;
   return {
@@ -95,10 +98,30 @@ export interface MessagesServiceDeps {
   events: EventEmitter;
   contacts: ContactsService;
   conversations: ConversationsService;
+  connections: ConnectionsService;
+  /** Paced: read receipts and typing indicators count against the number's throughput. */
+  provider: Provider;
+  media: MediaService;
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, store, clock, events, contacts, conversations } = deps;
+  const { db, store, clock, events, contacts, conversations, connections, provider, media: mediaFiles } = deps;
+
+  /**
+   * A customer's photo, voice note or document is fetched from the provider and kept (the provider
+   * forgets it within weeks): the message shows our `media_id` beside the provider's fields.
+   */
+  async function adoptMedia(trx: Db, connection: ServingConnection, type: MessageType, content: unknown): Promise<unknown> {
+    if (!isMediaKind(type) || typeof content !== 'object' || content === null) return content;
+    const media = content as { id?: unknown; mime_type?: unknown; sha256?: unknown; filename?: unknown };
+    if (typeof media.id !== 'string') return content;
+    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    const mediaId = await mediaFiles.adoptInbound(trx, {
+      organizationId: connection.organizationId, connectionId: connection.id, providerMediaId: media.id, kind: type,
+      mimeType: text(media.mime_type), sha256: text(media.sha256), filename: text(media.filename),
+    });
+    return { ...content, media_id: mediaId };
+  }
 
   async function fileMessage(trx: Db, connection: ServingConnection, input: {
     providerMessageId: string;
@@ -123,7 +146,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     });
     const replyTo = input.body.context?.replyTo;
     const replied = replyTo === undefined ? undefined : await store.findByProviderId(trx, connection.id, replyTo);
-    const { type, content } = typeAndBody(input.body);
+    const { type, content: given } = typeAndBody(input.body);
+    const content = inbound && !input.imported ? await adoptMedia(trx, connection, type, given) : given;
     const now = clock.now().toISOString();
     const row: MessagesTable = {
       id: newId('message', clock.now().getTime()),
@@ -148,11 +172,42 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       error: null,
       metadata: '{}',
       sent_at: input.sentAt.toISOString(),
+      send_request: null,
       created_at: now,
       updated_at: now,
     };
     if (!(await store.insertIfAbsent(trx, row))) return undefined;
     return toMessage(row);
+  }
+
+  /**
+   * Moves a message forward to `status` (never back, and never out of read or failed), recording the
+   * provider's reason for a failure: one `message.status` per move. Answers whether it moved.
+   */
+  async function moveStatus(trx: Db, row: MessagesTable, status: MessageStatus, error: MessageError | null): Promise<boolean> {
+    const changes = { status, error: error === null ? row.error : JSON.stringify(error), updated_at: clock.now().toISOString() };
+    if (!(await store.advanceStatus(trx, row.id, predecessorsOf(status), changes))) return false;
+    await events.emit(trx, { type: 'message.status', organizationId: row.organization_id, connectionId: row.connection_id, object: toMessage({ ...row, ...changes }) });
+    return true;
+  }
+
+  /** Read receipts and typing indicators answer a customer's message; the provider call comes first. */
+  async function actOnInbound(principal: Principal, id: string, what: string, call: (access: ProviderAccess, providerMessageId: string) => Promise<void>): Promise<Message> {
+    const row = await store.find(db, scopeOf(principal), id);
+    if (!row) throw notFound('message');
+    if (row.direction !== 'inbound') throw new AppError('invalid_state', `Only a customer's message can be ${what}; this one is outbound.`);
+    const access = await connections.providerAccess(principal, row.connection_id);
+    try {
+      await call(access, row.provider_message_id!);
+    } catch (error) {
+      if (!isProviderError(error)) throw error;
+      await connections.reportProviderError(row.connection_id, error);
+      throw providerErrorToAppError(error);
+    }
+    const changes = { status: 'read', error: row.error, updated_at: clock.now().toISOString() };
+    // A customer's message goes from received to read once; reading it again changes nothing.
+    if (!(await store.advanceStatus(db, row.id, ['received'], changes))) return toMessage((await store.findById(db, row.id))!);
+    return toMessage({ ...row, ...changes });
   }
 
   return {
@@ -202,15 +257,34 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     /**
      * A delivery status from the provider. Answers false when the message is not ours (sent by
      * another system on the same number, or before the connection existed): there is nothing to move.
+     * A status can overtake the answer to our own send: it names the message by the callback data
+     * every send carries (our id), and its provider id is recorded then.
      */
-    async applyStatus(trx: Db, connection: ServingConnection, input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[] }): Promise<boolean> {
-      const row = await store.findByProviderId(trx, connection.id, input.providerMessageId);
+    async applyStatus(trx: Db, connection: ServingConnection, input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[]; callbackData?: string | undefined }): Promise<boolean> {
+      let row = await store.findByProviderId(trx, connection.id, input.providerMessageId);
+      if (!row && input.callbackData?.startsWith('msg_')) {
+        const sent = await store.findById(trx, input.callbackData);
+        if (sent?.connection_id === connection.id && sent.provider_message_id === null) {
+          await store.recordProviderId(trx, sent.id, input.providerMessageId);
+          row = { ...sent, provider_message_id: input.providerMessageId };
+        }
+      }
       if (!row || row.direction !== 'outbound') return false;
       const status: MessageStatus = input.status === 'played' ? 'read' : input.status;
-      const changes = { status, error: status === 'failed' ? JSON.stringify(toError(input.errors)) : row.error, updated_at: clock.now().toISOString() };
-      if (!(await store.advanceStatus(trx, row.id, predecessorsOf(status), changes))) return true;
-      await events.emit(trx, { type: 'message.status', organizationId: connection.organizationId, connectionId: connection.id, object: toMessage({ ...row, ...changes }) });
+      await moveStatus(trx, row, status, status === 'failed' ? toError(input.errors) : null);
       return true;
+    },
+
+    moveStatus,
+
+    /** Tells the customer their message was read (the blue ticks); answers the message, now `read`. */
+    async markRead(principal: Principal, id: string): Promise<Message> {
+      return actOnInbound(principal, id, 'marked read', (access, providerMessageId) => provider.markRead(access.credentials, providerMessageId));
+    },
+
+    /** Shows the customer a typing indicator (up to 25 s, or until the reply); it marks their message read too. */
+    async showTyping(principal: Principal, id: string): Promise<Message> {
+      return actOnInbound(principal, id, 'answered with typing', (access, providerMessageId) => provider.sendTyping(access.credentials, providerMessageId));
     },
   };
 }

@@ -62,6 +62,25 @@ export function createMessagesStore() {
         .executeTakeFirst();
       return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
     },
+    /** Any message by id, for the service's own queued work (which has no caller to scope by). */
+    findById(db: Db, id: string): Promise<MessagesTable | undefined> {
+      return db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+    async insert(db: Db, row: MessagesTable): Promise<void> {
+      await db.insertInto('messages').values(row).execute();
+    },
+    /**
+     * Records the provider's id the first time it is learnt: from the answer to the send, or from a
+     * status that overtook that answer (it carries our id as callback data).
+     */
+    async recordProviderId(db: Db, id: string, providerMessageId: string): Promise<void> {
+      await db.updateTable('messages').set({ provider_message_id: providerMessageId }).where('id', '=', id).where('provider_message_id', 'is', null).execute();
+    },
+    /** Marks an outbound message accepted by the provider, once: answers whether this call did it. */
+    async markAccepted(db: Db, id: string, changes: Pick<MessagesTable, 'sent_at' | 'updated_at'>): Promise<boolean> {
+      const result = await db.updateTable('messages').set(changes).where('id', '=', id).where('sent_at', 'is', null).executeTakeFirst();
+      return Number(result.numUpdatedRows) > 0;
+    },
     /**
      * Moves a message to a status only from one of `from`, in one statement: two statuses applied at
      * once cannot both read the old status and overwrite each other. Answers whether it moved.

@@ -117,7 +117,7 @@ describe('provider webhooks', () => {
   });
 
   describe('delivery statuses', () => {
-    /** Files an outbound message the way sending will (the messaging core), next to a customer's message. */
+    /** Files an outbound message as if sent, without the provider, next to a customer's message. */
     async function outboundMessage(providerMessageId: string, from: string): Promise<void> {
       const first = await inbound({ from, type: 'text', text: 'hi' });
       const inboundRow = (await messageByProviderId(first.message_id))!;

@@ -257,6 +257,10 @@ export function createSandboxState(clock: Clock, options: { autoStatus: boolean;
       return message;
     },
 
+    /** The messages a user was sent, oldest first: how a test proves a send reached the provider once. */
+    outboundTo(waId: string): SandboxMessage[] {
+      return [...messages.values()].filter((message) => message.direction === 'outbound' && message.waId === waId);
+    },
     findMessage(id: string): SandboxMessage | undefined {
       return messages.get(id);
     },

@@ -1,0 +1,108 @@
+/**
+ * `send`: sustained `POST /v1/messages` (a text, each with its own Idempotency-Key) against the real
+ * service, whose own worker (ROLE=all, as `npm start` runs it) hands every stored message to the
+ * sandbox provider mounted in the same process, with the number upgraded to the provider's 1,000
+ * messages a second so that pacing stays out of the way. Against a bare Fastify POST route answering
+ * the same bytes, in the same run.
+ *
+ * Two figures: requests answered a second (the message stored, its event emitted and its send
+ * queued, 201 answered), and, after the load stops, how long the worker takes to send what was
+ * queued (every message past `queued`).
+ *
+ * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
+ */
+import { measure, mib, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
+
+const CONNECTIONS = 50;
+const SECONDS = 10;
+const WARMUP_SECONDS = 2;
+const PATH = '/v1/messages';
+const CUSTOMERS = 1;
+// Generous: a stalled worker fails the bench instead of hanging it.
+const DRAIN_TIMEOUT_MS = 40_000;
+
+await runBench('send', async () => {
+  const app = await startApp();
+  // The service's own worker, as src/main.ts runs it beside the HTTP server (ROLE=all).
+  await app.call('startWorker', {});
+  const signup = await requestJson<{ token: string }>(`${app.url}/auth/signup`, {
+    body: { email: 'bench@example.com', password: 'correct horse battery staple', organization_name: 'Bench Ltd' },
+    expectStatus: 201,
+  });
+  const connection = await requestJson<{ id: string; phone_number_id: string }>(`${app.url}/v1/connections`, {
+    token: signup.token, body: { code: 'bench-send', name: 'Bench line' }, expectStatus: 201,
+  });
+  // The provider's upgraded throughput (1,000/s), read back by a sync: the pacer follows the number.
+  await requestJson(`${app.url}/sandbox/control/throughput`, { body: { phone_number_id: connection.phone_number_id, level: 'HIGH' } });
+  await requestJson(`${app.url}/v1/connections/${connection.id}/sync`, { token: signup.token, body: {} });
+
+  // The sandbox's status walk (three signed webhooks in per message sent) is the inbound bench's
+  // subject; here it would triple the work per send. BENCH_SEND_STATUS_WALK=1 keeps it.
+  if (process.env.BENCH_SEND_STATUS_WALK !== '1') await requestJson(`${app.url}/sandbox/control/behaviour`, { body: { auto_status: false } });
+
+  // Customers who wrote in, so that free-form messages are inside their 24-hour window.
+  const contactIds: string[] = [];
+  for (let i = 0; i < CUSTOMERS; i++) {
+    const from = `44770010${String(i).padStart(4, '0')}`;
+    await requestJson(`${app.url}/sandbox/control/inbound`, { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'Hello' } });
+    for (let tries = 0; ; tries++) {
+      const page = await requestJson<{ data: { id: string }[] }>(`${app.url}/v1/contacts?phone_number=%2B${from}`, { token: signup.token });
+      if (page.data[0]) {
+        contactIds.push(page.data[0].id);
+        break;
+      }
+      if (tries > 200) throw new Error(`the inbound message from ${from} was never filed`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  // One connection key per load connection: one key's bucket (100 a second) would measure the
+  // limiter. Every request writes to the same conversation, the hardest case for the store.
+  const connectionHeaders: Record<string, string>[] = [];
+  for (let i = 0; i < CONNECTIONS; i++) {
+    const created = await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
+      token: signup.token, body: { kind: 'connection', mode: 'live', connection_id: connection.id, name: `bench ${i}` }, expectStatus: 201,
+    });
+    connectionHeaders.push({ authorization: `Bearer ${created.key}` });
+  }
+  const body = JSON.stringify({ contact_id: contactIds[0], type: 'text', text: { body: 'Your order has shipped and will arrive tomorrow between 9:00 and 13:00.' } });
+  const headers = { 'content-type': 'application/json', 'idempotency-key': 'bench-[<id>]' };
+
+  const sample = await fetch(app.url + PATH, { method: 'POST', headers: { ...headers, ...connectionHeaders[0], 'idempotency-key': 'bench-sample' }, body });
+  const sampleBody = Buffer.from(await sample.arrayBuffer());
+  if (sample.status !== 201) throw new Error(`POST ${PATH}: ${sample.status} ${sampleBody.toString()}`);
+  const baseline = await startBaseline({ method: 'POST', path: PATH, body: sampleBody, contentType: sample.headers.get('content-type') ?? '', status: 201 });
+
+  console.log(
+    `send: POST ${PATH} (text, a new Idempotency-Key each), ${CONNECTIONS} connections (a connection key each), ` +
+      `${SECONDS} s after ${WARMUP_SECONDS} s of warm-up, store: ${app.store}`,
+  );
+  const load = { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, method: 'POST', headers, body, idReplacement: true };
+  const base = await measure({ url: baseline.url + PATH, pid: baseline.pid, ...load });
+  await baseline.stop();
+  const real = await measure({ url: app.url + PATH, pid: app.pid, connectionHeaders, ...load });
+  const loadEnded = Date.now();
+
+  // What the load queued, sent by the worker once the requests stop.
+  let queued = Number.POSITIVE_INFINITY;
+  while (Date.now() - loadEnded < DRAIN_TIMEOUT_MS) {
+    const page = await requestJson<{ data: unknown[] }>(`${app.url}${PATH}?status=queued&limit=1`, { token: signup.token });
+    queued = page.data.length;
+    if (queued === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (queued !== 0) throw new Error(`messages still queued ${DRAIN_TIMEOUT_MS} ms after the load stopped`);
+  const drainMs = Date.now() - loadEnded;
+  const rss = await app.rss();
+
+  const row = (name: string, figures: LoadFigures) => [
+    name, figures.reqPerSec.toFixed(0), figures.p50Ms.toFixed(0), figures.p99Ms.toFixed(0), figures.meanMs.toFixed(2), figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
+  ];
+  console.log('');
+  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [row('service', real), row('baseline (bare Fastify)', base)]);
+  console.log('');
+  console.log(`after the load: every queued message sent within ${drainMs} ms; server RSS ${mib(rss)} MiB`);
+  printResult('send', 'req_per_s', real.reqPerSec, base.reqPerSec);
+  printResult('send', 'p50_ms', real.p50Ms, base.p50Ms, 2);
+  printResult('send', 'p99_ms', real.p99Ms, base.p99Ms, 2);
+});
