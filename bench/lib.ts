@@ -400,8 +400,12 @@ type Autocannon = (options: {
   headers?: Record<string, string>;
   body?: string;
   idReplacement?: boolean;
-  setupClient?: (client: { setHeaders(headers: Record<string, string>): void }) => void;
+  setupClient?: (client: AutocannonClient) => void;
 }) => Promise<AutocannonResult>;
+interface AutocannonClient {
+  setHeaders(headers: Record<string, string>): void;
+  setBody(body: string): void;
+}
 
 const loadAutocannon = (() => {
   let cached: Autocannon | undefined;
@@ -422,6 +426,8 @@ export interface LoadOptions {
    * `headers`. For spreading load over several credentials, each with its own rate-limit bucket.
    */
   connectionHeaders?: Record<string, string>[];
+  /** Bodies per connection, handed out like `connectionHeaders`, instead of `body`. */
+  connectionBodies?: string[];
   body?: string;
   /** Replace `[<id>]` in every request (headers and body) with a fresh unique id: an Idempotency-Key per request. */
   idReplacement?: boolean;
@@ -471,11 +477,14 @@ export async function measure(options: LoadOptions): Promise<LoadFigures> {
     ...(options.body !== undefined ? { body: options.body } : {}),
     ...(options.idReplacement ? { idReplacement: true } : {}),
   };
-  const perConnection = options.connectionHeaders;
+  const headers = options.connectionHeaders;
+  const bodies = options.connectionBodies;
   let nextConnection = 0;
-  const setupClient = perConnection?.length
-    ? (client: { setHeaders(headers: Record<string, string>): void }) => {
-        client.setHeaders({ ...options.headers, ...perConnection[nextConnection++ % perConnection.length] });
+  const setupClient = headers?.length || bodies?.length
+    ? (client: AutocannonClient) => {
+        const index = nextConnection++;
+        if (headers?.length) client.setHeaders({ ...options.headers, ...headers[index % headers.length] });
+        if (bodies?.length) client.setBody(bodies[index % bodies.length]!);
       }
     : undefined;
   const run = (duration: number) => autocannon({ ...base, duration, ...(setupClient ? { setupClient } : {}) });

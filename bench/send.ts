@@ -17,7 +17,8 @@ const CONNECTIONS = 50;
 const SECONDS = 10;
 const WARMUP_SECONDS = 2;
 const PATH = '/v1/messages';
-const CUSTOMERS = 1;
+// One customer per load connection: fifty agents answering fifty customers at once.
+const CUSTOMERS = CONNECTIONS;
 // Generous: a stalled worker fails the bench instead of hanging it.
 const DRAIN_TIMEOUT_MS = 40_000;
 
@@ -57,7 +58,7 @@ await runBench('send', async () => {
   }
 
   // One connection key per load connection: one key's bucket (100 a second) would measure the
-  // limiter. Every request writes to the same conversation, the hardest case for the store.
+  // limiter. Each load connection writes to its own customer's conversation.
   const connectionHeaders: Record<string, string>[] = [];
   for (let i = 0; i < CONNECTIONS; i++) {
     const created = await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
@@ -65,7 +66,8 @@ await runBench('send', async () => {
     });
     connectionHeaders.push({ authorization: `Bearer ${created.key}` });
   }
-  const body = JSON.stringify({ contact_id: contactIds[0], type: 'text', text: { body: 'Your order has shipped and will arrive tomorrow between 9:00 and 13:00.' } });
+  const bodies = contactIds.map((contactId) => JSON.stringify({ contact_id: contactId, type: 'text', text: { body: 'Your order has shipped and will arrive tomorrow between 9:00 and 13:00.' } }));
+  const body = bodies[0]!;
   const headers = { 'content-type': 'application/json', 'idempotency-key': 'bench-[<id>]' };
 
   const sample = await fetch(app.url + PATH, { method: 'POST', headers: { ...headers, ...connectionHeaders[0], 'idempotency-key': 'bench-sample' }, body });
@@ -74,13 +76,13 @@ await runBench('send', async () => {
   const baseline = await startBaseline({ method: 'POST', path: PATH, body: sampleBody, contentType: sample.headers.get('content-type') ?? '', status: 201 });
 
   console.log(
-    `send: POST ${PATH} (text, a new Idempotency-Key each), ${CONNECTIONS} connections (a connection key each), ` +
+    `send: POST ${PATH} (text, a new Idempotency-Key each), ${CONNECTIONS} connections (a connection key and a customer each), ` +
       `${SECONDS} s after ${WARMUP_SECONDS} s of warm-up, store: ${app.store}`,
   );
   const load = { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, method: 'POST', headers, body, idReplacement: true };
   const base = await measure({ url: baseline.url + PATH, pid: baseline.pid, ...load });
   await baseline.stop();
-  const real = await measure({ url: app.url + PATH, pid: app.pid, connectionHeaders, ...load });
+  const real = await measure({ url: app.url + PATH, pid: app.pid, connectionHeaders, connectionBodies: bodies, ...load });
   const loadEnded = Date.now();
 
   // What the load queued, sent by the worker once the requests stop.

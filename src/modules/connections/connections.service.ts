@@ -16,7 +16,7 @@ import { isProviderError, providerErrorToAppError, type PhoneNumberInfo, type Pr
 import { THROUGHPUT_PER_SECOND } from '../../provider/pacing.ts';
 import type { AuditEventsService, SystemActor } from '../audit-events/index.ts';
 import type { TemplatesService } from '../templates/index.ts';
-import type { Actor, Principal } from '../credentials/principal.ts';
+import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
 import {
   QUALITY_RATINGS,
   type ConnectInput,
@@ -332,12 +332,7 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     },
 
     async list(principal: Principal, filters: { status?: ConnectionStatus | undefined }, page: PageRequest): Promise<Page<Connection>> {
-      const scope = {
-        organizationId: principal.organizationId,
-        connectionId: principal.connectionId,
-        test: principal.mode === null ? undefined : principal.mode === 'test',
-      };
-      return mapPage(await store.list(db, scope, filters, page), toConnection);
+      return mapPage(await store.list(db, connectionScopeOf(principal), filters, page), toConnection);
     },
 
     async update(actor: Actor, id: string, input: UpdateConnectionInput): Promise<Connection> {

@@ -10,7 +10,7 @@ import { mergeMetadata, METADATA_MAX_KEYS } from '../../lib/metadata.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
-import type { Actor, Principal } from '../credentials/principal.ts';
+import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
 import {
   type ConsentState,
   type ConsentStatus,
@@ -301,7 +301,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
       if (connectionId !== undefined) await connections.getForReference(db, principal, connectionId, '/query/connection_id');
       const asked = connectionId ?? principal.connectionId;
       const window = asked === null
-        ? await conversations.latestWindow(db, contact.id, { connectionId: null, test: principal.mode === null ? undefined : principal.mode === 'test' })
+        ? await conversations.latestWindow(db, contact.id, connectionScopeOf(principal))
         : { connectionId: asked, ...(await conversations.windowOf(db, asked, contact.id)) };
       return {
         object: 'window', contact_id: contact.id, connection_id: window.connectionId,

@@ -9,7 +9,8 @@ import { invalidParam } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { METADATA_MAX_KEYS } from '../../lib/metadata.ts';
 import type { Conversation, ConversationState } from './conversations.schemas.ts';
-import type { ConnectionScope, ConversationChanges, ConversationsStore } from './conversations.store.ts';
+import type { ConnectionScope } from '../../db/connection-scope.ts';
+import type { ConversationChanges, ConversationsStore } from './conversations.store.ts';
 
 /** The customer service window: free-form messages are allowed this long after the customer's last message. */
 export const WINDOW_MS = 24 * HOUR;

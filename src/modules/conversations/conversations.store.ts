@@ -1,13 +1,8 @@
 import type { Db } from '../../db/connect.ts';
+import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 
 export type ConversationChanges = Partial<Pick<ConversationsTable, 'contact_id' | 'state' | 'last_message_at' | 'last_inbound_at' | 'metadata' | 'window_warning_for' | 'updated_at'>>;
-
-/** Which connections a caller may see: a connection key its own, an API key those of its mode. */
-export interface ConnectionScope {
-  connectionId: string | null;
-  test: boolean | undefined;
-}
 
 export function createConversationsStore() {
   /**
@@ -32,14 +27,8 @@ export function createConversationsStore() {
     },
     /** The contact's conversation with the latest customer message, among the connections the scope sees. */
     findLatestInbound(db: Db, contactId: string, scope: ConnectionScope): Promise<ConversationsTable | undefined> {
-      let query = db.selectFrom('conversations').selectAll('conversations').where('conversations.contact_id', '=', contactId).where('conversations.last_inbound_at', 'is not', null);
-      if (scope.connectionId) query = query.where('conversations.connection_id', '=', scope.connectionId);
-      if (scope.test !== undefined) {
-        const test = scope.test ? 1 : 0;
-        query = query.where((eb) => eb.exists(
-          eb.selectFrom('connections').select('connections.id').whereRef('connections.id', '=', 'conversations.connection_id').where('connections.test', '=', test),
-        ));
-      }
+      const query = visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope)
+        .where('conversations.contact_id', '=', contactId).where('conversations.last_inbound_at', 'is not', null);
       return query.orderBy('conversations.last_inbound_at', 'desc').orderBy('conversations.id', 'desc').limit(1).executeTakeFirst();
     },
     /** Inserts unless the thread exists; answers whether this call inserted it. */

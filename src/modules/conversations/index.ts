@@ -24,5 +24,4 @@ export function createConversationsModule(deps: { db: Db; clock: Clock; events: 
 
 export type { ConversationsService, Window } from './conversations.service.ts';
 export { WINDOW_MS, WINDOW_WARNING_MS } from './conversations.service.ts';
-export type { ConnectionScope } from './conversations.store.ts';
 export type { Conversation } from './conversations.schemas.ts';

@@ -1,3 +1,4 @@
+import type { ConnectionScope } from '../../db/connection-scope.ts';
 import type { CredentialKind, Mode, Role, Scope } from './scopes.ts';
 
 /** Who is calling: the resolved credential, attached to every authenticated request. */
@@ -20,4 +21,16 @@ export interface Principal {
 export interface Actor {
   readonly principal: Principal;
   readonly requestId: string;
+}
+
+/**
+ * What belongs to a connection is visible when its connection is: a connection key sees its own
+ * connection only, an API key only the connections of its mode, a dashboard or OAuth token all.
+ */
+export function connectionScopeOf(principal: Principal): ConnectionScope {
+  return {
+    organizationId: principal.organizationId,
+    connectionId: principal.connectionId,
+    test: principal.mode === null ? undefined : principal.mode === 'test',
+  };
 }

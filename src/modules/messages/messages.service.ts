@@ -11,10 +11,10 @@ import type { MessageBody, ProviderErrorDetail, ProviderStatus } from '../../pro
 import type { ConnectionsService, ProviderAccess, ServingConnection } from '../connections/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
-import type { Principal } from '../credentials/principal.ts';
+import { connectionScopeOf, type Principal } from '../credentials/principal.ts';
 import type { MediaService } from '../media/index.ts';
 import { MESSAGE_TYPES, type Message, type MessageError, type MessageStatus, type MessageType } from './messages.schemas.ts';
-import type { MessageFilters, MessageScope, MessagesStore } from './messages.store.ts';
+import type { MessageFilters, MessagesStore } from './messages.store.ts';
 import { isMediaKind } from './outbound.ts';
 
 interface StoredContext {
@@ -77,18 +77,6 @@ function predecessorsOf(status: MessageStatus): MessageStatus[] {
 function toError(errors: ProviderErrorDetail[]): MessageError | null {
   const first = errors[0];
   return first ? { code: first.code, title: first.title ?? null, message: first.message ?? null, details: first.details ?? null } : null;
-}
-
-/**
- * The connection rules of the API applied to messages (a message is visible when its connection
- * is): a connection key sees its connection only, an API key only connections of its mode.
- */
-function scopeOf(principal: Principal): MessageScope {
-  return {
-    organizationId: principal.organizationId,
-    connectionId: principal.connectionId,
-    test: principal.mode === null ? undefined : principal.mode === 'test',
-  };
 }
 
 export interface MessagesServiceDeps {
@@ -193,7 +181,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
 
   /** Read receipts and typing indicators answer a customer's message; the provider call comes first. */
   async function actOnInbound(principal: Principal, id: string, what: string, call: (access: ProviderAccess, providerMessageId: string) => Promise<void>): Promise<Message> {
-    const row = await store.find(db, scopeOf(principal), id);
+    const row = await store.find(db, connectionScopeOf(principal), id);
     if (!row) throw notFound('message');
     if (row.direction !== 'inbound') throw new AppError('invalid_state', `Only a customer's message can be ${what}; this one is outbound.`);
     const access = await connections.providerAccess(principal, row.connection_id);
@@ -213,14 +201,14 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   return {
     /** Another organization's message, or one on a connection the caller may not see, is not found. */
     async get(principal: Principal, id: string): Promise<Message> {
-      const row = await store.find(db, scopeOf(principal), id);
+      const row = await store.find(db, connectionScopeOf(principal), id);
       if (!row) throw notFound('message');
       return toMessage(row);
     },
 
     /** A filter naming another organization's (or an invisible) object simply matches nothing. */
     async list(principal: Principal, filters: MessageFilters, page: PageRequest): Promise<Page<Message>> {
-      return mapPage(await store.list(db, scopeOf(principal), filters, page), toMessage);
+      return mapPage(await store.list(db, connectionScopeOf(principal), filters, page), toMessage);
     },
 
     /** A customer's message: stored with its contact and conversation, then `message.received`. */

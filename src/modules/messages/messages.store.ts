@@ -1,15 +1,7 @@
 import type { Db } from '../../db/connect.ts';
+import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { MessagesTable } from '../../db/schema.ts';
-
-/** Whose messages a caller sees: a message is visible when its connection is. */
-export interface MessageScope {
-  organizationId: string;
-  /** A connection key sees only its own connection's messages. */
-  connectionId?: string | null | undefined;
-  /** An API key sees only the messages of connections of its own mode. */
-  test?: boolean | undefined;
-}
 
 export interface MessageFilters {
   conversationId?: string | undefined;
@@ -21,22 +13,12 @@ export interface MessageFilters {
 
 export function createMessagesStore() {
   /** The messages the scope may see: every read of the API starts here. */
-  const visible = (db: Db, scope: MessageScope) => {
-    let query = db.selectFrom('messages').selectAll('messages').where('messages.organization_id', '=', scope.organizationId);
-    if (scope.connectionId) query = query.where('messages.connection_id', '=', scope.connectionId);
-    if (scope.test !== undefined) {
-      const test = scope.test ? 1 : 0;
-      query = query.where((eb) => eb.exists(
-        eb.selectFrom('connections').select('connections.id').whereRef('connections.id', '=', 'messages.connection_id').where('connections.test', '=', test),
-      ));
-    }
-    return query;
-  };
+  const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('messages').selectAll('messages'), 'messages', scope);
   return {
-    find(db: Db, scope: MessageScope, id: string): Promise<MessagesTable | undefined> {
+    find(db: Db, scope: ConnectionScope, id: string): Promise<MessagesTable | undefined> {
       return visible(db, scope).where('messages.id', '=', id).executeTakeFirst();
     },
-    list(db: Db, scope: MessageScope, filters: MessageFilters, page: PageRequest) {
+    list(db: Db, scope: ConnectionScope, filters: MessageFilters, page: PageRequest) {
       let query = visible(db, scope);
       if (filters.conversationId !== undefined) query = query.where('messages.conversation_id', '=', filters.conversationId);
       if (filters.contactId !== undefined) query = query.where('messages.contact_id', '=', filters.contactId);

@@ -15,11 +15,11 @@ import {
   type TemplateStatus,
 } from '../../provider/provider.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
-import type { Actor, Principal } from '../credentials/principal.ts';
+import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
 import { checkDefinition, componentsJson, toPortComponents, type ParameterFormat } from './template-components.ts';
 import { checkSendShape, matchParameters, type TemplateContent } from './template-send.ts';
 import type { CreateTemplateInput, Template, TemplateSendInput, TemplateSync } from './templates.schemas.ts';
-import type { TemplateFilters, TemplateScope, TemplatesStore } from './templates.store.ts';
+import type { TemplateFilters, TemplatesStore } from './templates.store.ts';
 
 function toTemplate(row: TemplatesTable): Template {
   return {
@@ -37,11 +37,6 @@ function toTemplate(row: TemplatesTable): Template {
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-}
-
-/** The connection rules of the API applied to templates: a template is visible when its connection is. */
-function scopeOf(principal: Principal): TemplateScope {
-  return { organizationId: principal.organizationId, connectionId: principal.connectionId, test: principal.mode === null ? undefined : principal.mode === 'test' };
 }
 
 /** The connection a template belongs to, with what reaching its account at the provider takes. */
@@ -99,7 +94,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
   }
 
   async function getRow(principal: Principal, id: string): Promise<TemplatesTable> {
-    const row = await store.find(db, scopeOf(principal), id);
+    const row = await store.find(db, connectionScopeOf(principal), id);
     if (!row) throw notFound('template');
     return row;
   }
@@ -174,7 +169,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
 
     /** A filter naming another organization's (or an invisible) connection simply matches nothing. */
     async list(principal: Principal, filters: TemplateFilters, page: PageRequest): Promise<Page<Template>> {
-      return mapPage(await store.list(db, scopeOf(principal), filters, page), toTemplate);
+      return mapPage(await store.list(db, connectionScopeOf(principal), filters, page), toTemplate);
     },
 
     /**
@@ -224,7 +219,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       const owner = await ownerFor(actor.principal, row.connection_id, '/connection_id');
       await atProvider(owner, () => provider.deleteTemplate(owner.credentials, { name: row.name, providerTemplateId: row.provider_template_id }));
       await db.transaction().execute(async (trx) => {
-        const current = await store.find(trx, scopeOf(actor.principal), id);
+        const current = await store.find(trx, connectionScopeOf(actor.principal), id);
         if (current && current.status !== 'deleted') await changeStatus(trx, current, 'deleted', null);
         await audit.record(trx, actor, { action: 'template.deleted', target: { type: 'template', id }, data: { connection_id: row.connection_id, name: row.name, language: row.language } });
       });

@@ -1,15 +1,7 @@
 import type { Db } from '../../db/connect.ts';
+import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { TemplatesTable } from '../../db/schema.ts';
-
-/** Whose templates a caller sees: a template is visible when its connection is. */
-export interface TemplateScope {
-  organizationId: string;
-  /** A connection key sees only its own connection's templates. */
-  connectionId?: string | null | undefined;
-  /** An API key sees only the templates of connections of its own mode. */
-  test?: boolean | undefined;
-}
 
 export interface TemplateFilters {
   connectionId?: string | undefined;
@@ -23,20 +15,12 @@ export type TemplateChanges = Partial<Omit<TemplatesTable, 'id' | 'organization_
 
 export function createTemplatesStore() {
   /** The templates the scope may see: every read of the API starts here. */
-  const visible = (db: Db, scope: TemplateScope) => {
-    let query = db.selectFrom('templates').selectAll('templates').where('templates.organization_id', '=', scope.organizationId);
-    if (scope.connectionId) query = query.where('templates.connection_id', '=', scope.connectionId);
-    if (scope.test === undefined) return query;
-    const test = scope.test ? 1 : 0;
-    return query.where((eb) => eb.exists(
-      eb.selectFrom('connections').select('connections.id').whereRef('connections.id', '=', 'templates.connection_id').where('connections.test', '=', test),
-    ));
-  };
+  const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('templates').selectAll('templates'), 'templates', scope);
   return {
-    find(db: Db, scope: TemplateScope, id: string): Promise<TemplatesTable | undefined> {
+    find(db: Db, scope: ConnectionScope, id: string): Promise<TemplatesTable | undefined> {
       return visible(db, scope).where('templates.id', '=', id).executeTakeFirst();
     },
-    list(db: Db, scope: TemplateScope, filters: TemplateFilters, page: PageRequest) {
+    list(db: Db, scope: ConnectionScope, filters: TemplateFilters, page: PageRequest) {
       let query = visible(db, scope);
       if (filters.connectionId !== undefined) query = query.where('templates.connection_id', '=', filters.connectionId);
       if (filters.status !== undefined) query = query.where('templates.status', '=', filters.status);
