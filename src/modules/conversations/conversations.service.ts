@@ -5,9 +5,10 @@ import type { EventEmitter } from '../../events/emit.ts';
 import { conversationWindowExpiring } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import { HOUR, type Clock } from '../../lib/clock.ts';
-import { invalidParam } from '../../lib/errors.ts';
+import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { METADATA_MAX_KEYS } from '../../lib/metadata.ts';
+import { connectionScopeOf, type Principal } from '../credentials/principal.ts';
 import type { Conversation, ConversationState } from './conversations.schemas.ts';
 import type { ConnectionScope } from '../../db/connection-scope.ts';
 import type { ConversationChanges, ConversationsStore } from './conversations.store.ts';
@@ -102,7 +103,21 @@ export function createConversationsService(deps: { db: Db; store: ConversationsS
     });
   }
 
+  /** For other modules that address a conversation: `param` names the field that held the id, if not the path. */
+  async function getForReference(executor: Db, principal: Principal, id: string, param?: string): Promise<Conversation> {
+    const row = await store.find(executor, connectionScopeOf(principal), id);
+    if (!row) throw param ? new AppError('resource_not_found', `No such conversation: ${id}.`, { param }) : notFound('conversation');
+    return toConversation(row);
+  }
+
   return {
+    /** A conversation the caller may see; another organization's, or one of a connection it cannot see, is not found. */
+    async get(principal: Principal, id: string): Promise<Conversation> {
+      return getForReference(db, principal, id);
+    },
+
+    getForReference,
+
     /**
      * Files a message into the thread of a number and a customer: the first message creates the
      * thread (`conversation.created`); a customer's message reopens a closed one and moves the

@@ -12,6 +12,10 @@ export function createConversationsStore() {
    */
   const lock = (db: Db) => db.updateTable('conversations').set((eb) => ({ updated_at: eb.ref('updated_at') }));
   return {
+    /** A conversation the scope may see. */
+    find(db: Db, scope: ConnectionScope, id: string): Promise<ConversationsTable | undefined> {
+      return visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope).where('conversations.id', '=', id).executeTakeFirst();
+    },
     findThread(db: Db, connectionId: string, contactId: string): Promise<ConversationsTable | undefined> {
       return db.selectFrom('conversations').selectAll().where('connection_id', '=', connectionId).where('contact_id', '=', contactId).executeTakeFirst();
     },
