@@ -206,6 +206,12 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       return toMessage(row);
     },
 
+    /** The newest message of each of these conversations (for `expand=last_message`), by conversation id. */
+    async lastOfConversations(conversationIds: readonly string[]): Promise<Map<string, Message>> {
+      const rows = await store.lastOfConversations(db, conversationIds);
+      return new Map(rows.map((row) => [row.conversation_id, toMessage(row)]));
+    },
+
     /** A filter naming another organization's (or an invisible) object simply matches nothing. */
     async list(principal: Principal, filters: MessageFilters, page: PageRequest): Promise<Page<Message>> {
       return mapPage(await store.list(db, connectionScopeOf(principal), filters, page), toMessage);

@@ -27,6 +27,13 @@ export function createMessagesStore() {
       if (filters.status !== undefined) query = query.where('messages.status', '=', filters.status);
       return paginate(query, { id: 'messages.id', createdAt: 'messages.created_at' }, page);
     },
+    /** The newest message of each conversation, in one query (an index range per conversation). */
+    lastOfConversations(db: Db, conversationIds: readonly string[]): Promise<MessagesTable[]> {
+      if (conversationIds.length === 0) return Promise.resolve([]);
+      return db.selectFrom('messages as m').selectAll('m').where('m.conversation_id', 'in', conversationIds)
+        .where('m.id', '=', (eb) => eb.selectFrom('messages as n').select((inner) => inner.fn.max('n.id').as('id')).whereRef('n.conversation_id', '=', 'm.conversation_id'))
+        .execute();
+    },
     findByProviderId(db: Db, connectionId: string, providerMessageId: string): Promise<MessagesTable | undefined> {
       return db
         .selectFrom('messages')
