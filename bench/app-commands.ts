@@ -6,10 +6,11 @@
  * asks: a bench that sends no command measures exactly what src/main.ts would serve.
  */
 import { sql } from 'kysely';
-import type { App } from '../src/app.ts';
-import type { Db, Store } from '../src/db/connect.ts';
+import { createApp, type App } from '../src/app.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { openStore, type Db, type Store } from '../src/db/connect.ts';
 import type { DialectName } from '../src/db/dialect.ts';
-import type { AuditEventsTable } from '../src/db/schema.ts';
+import type { AuditEventsTable, ContactsTable, ConversationsTable, MessagesTable } from '../src/db/schema.ts';
 import { webhookDelivery } from '../src/jobs/catalog.ts';
 import { createWorker, type Worker } from '../src/jobs/worker.ts';
 import { systemClock } from '../src/lib/clock.ts';
@@ -151,6 +152,52 @@ async function insertAuditRows(db: Db, dialect: DialectName, organizationId: str
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+export interface SeedConversationsArgs {
+  organizationId: string;
+  connectionId: string;
+  count: number;
+}
+
+export interface SeedConversationsResult {
+  conversations: number;
+  ms: number;
+}
+
+export interface CountQueriesArgs {
+  /** A dashboard token: its check reads the store every time (API keys are cached), so every request costs the same. */
+  token: string;
+  paths: string[];
+}
+
+// Rows per multi-row INSERT: the messages table's 20 columns make 20,000 bound values, under
+// SQLite's 32,766 and PostgreSQL's 65,535.
+const THREADS_PER_STATEMENT = 1_000;
+
+/** One customer's thread as the service stores it after their first message: contact, conversation, message. */
+function threadRows(args: SeedConversationsArgs, index: number): { contact: ContactsTable; conversation: ConversationsTable; message: MessagesTable } {
+  const now = Date.now();
+  const at = new Date(now).toISOString();
+  const padded = String(index).padStart(7, '0');
+  const owner = { organization_id: args.organizationId, created_at: at, updated_at: at, metadata: '{}' };
+  const contactId = newId('contact', now);
+  const conversationId = newId('conversation', now);
+  return {
+    contact: {
+      ...owner, id: contactId, phone_number: `+1555${padded}`, name: `Bench Contact ${padded}`, email: null, profile_name: `Customer ${padded}`,
+      last_inbound_at: at, marketing_consent: 'unknown', marketing_consent_since: null, marketing_consent_source: null, deleted_at: null,
+    },
+    conversation: {
+      ...owner, id: conversationId, connection_id: args.connectionId, contact_id: contactId, state: 'open', assignee_id: null, control: 'api', tags: '[]',
+      last_message_at: at, last_inbound_at: at, window_warning_for: null,
+    },
+    message: {
+      ...owner, id: newId('message', now), connection_id: args.connectionId, conversation_id: conversationId, contact_id: contactId,
+      direction: 'inbound', type: 'text', content: JSON.stringify({ body: { body: `Hello, this is customer ${padded}.` }, referral: null }), context: null,
+      status: 'received', provider_message_id: `wamid.bench${padded}`, imported: 0, error: null, sent_at: at, send_request: null, echo: 0,
+    },
+  };
+}
+
 export function createAppCommands(app: App, store: Store): { commands: ChildCommands; stop(): Promise<void> } {
   const { db } = store;
   let worker: Worker | undefined;
@@ -285,6 +332,51 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       const deliveries = await db.selectFrom('webhook_deliveries').select(['status', sql<number>`count(*)`.as('count')]).groupBy('status').execute();
       const byStatus = (rows: { status: string; count: number }[]) => Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
       return { jobs: byStatus(jobs), deliveries: byStatus(deliveries) };
+    },
+
+    async seedConversations(args: SeedConversationsArgs): Promise<SeedConversationsResult> {
+      const started = performance.now();
+      for (let done = 0; done < args.count; ) {
+        const inThisTransaction = Math.min(ROWS_PER_TRANSACTION, args.count - done);
+        await db.transaction().execute(async (trx) => {
+          for (let offset = 0; offset < inThisTransaction; offset += THREADS_PER_STATEMENT) {
+            const threads = Array.from({ length: Math.min(THREADS_PER_STATEMENT, inThisTransaction - offset) }, (_, i) => threadRows(args, done + offset + i));
+            await trx.insertInto('contacts').values(threads.map((thread) => thread.contact)).execute();
+            await trx.insertInto('conversations').values(threads.map((thread) => thread.conversation)).execute();
+            await trx.insertInto('messages').values(threads.map((thread) => thread.message)).execute();
+          }
+        });
+        done += inThisTransaction;
+      }
+      await sql`analyze`.execute(db);
+      return { conversations: args.count, ms: performance.now() - started };
+    },
+
+    /**
+     * The SQL queries one GET costs, for each path. The service's store has no query counter, so a
+     * twin of the service is built on the same database with one (the store's `onQuery` hook) and
+     * asked through `inject`; each path runs once first, so that nothing done once per process counts.
+     */
+    async countQueries(args: CountQueriesArgs): Promise<number[]> {
+      let queries = 0;
+      const config = loadConfig(process.env);
+      const counted = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: process.env.BENCH_SCHEMA || undefined, poolSize: 1, onQuery: () => queries++ });
+      const twin = await createApp({ config, store: counted, clock: systemClock });
+      try {
+        const counts: number[] = [];
+        for (const url of args.paths) {
+          const get = () => twin.server.inject({ method: 'GET', url, headers: { authorization: `Bearer ${args.token}` } });
+          await get();
+          queries = 0;
+          const response = await get();
+          if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode} ${response.body}`);
+          counts.push(queries);
+        }
+        return counts;
+      } finally {
+        await twin.server.close();
+        await counted.close();
+      }
     },
   } satisfies ChildCommands;
 

@@ -22,6 +22,7 @@ const BENCHES: Bench[] = [
   { name: 'inbound', file: 'inbound.ts', description: 'signed provider webhooks POSTed at /provider/webhook: accepted/s and processed/s (message stored, event emitted) vs bare Fastify checking the signature' },
   { name: 'send', file: 'send.ts', description: 'POST /v1/messages (text, an Idempotency-Key each) through the queue to the sandbox vs a bare Fastify POST route' },
   { name: 'runtime', file: 'runtime.ts', description: 'GET /runtime/v24.0/{pn} with a connection key vs the same sandbox endpoint called directly with the business token' },
+  { name: 'conversations', file: 'conversations.ts', description: 'GET /v1/conversations?expand=contact,last_message&limit=25 over 50k conversations vs bare Fastify; SQL queries per page at limit 10 and 100' },
 ];
 
 function printKnown(): void {

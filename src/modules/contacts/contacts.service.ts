@@ -193,6 +193,12 @@ export function createContactsService(deps: ContactsServiceDeps) {
       return row && toContact(row);
     },
 
+    /** Live contacts by id, in one query (for `expand=contact`); ids that do not resolve are absent. */
+    async findMany(principal: Principal, ids: readonly string[]): Promise<Map<string, Contact>> {
+      const rows = ids.length === 0 ? [] : await store.findMany(db, principal.organizationId, ids);
+      return new Map(rows.map((row) => [row.id, toContact(row)]));
+    },
+
     async list(principal: Principal, filters: { phoneNumber?: string | undefined }, page: PageRequest): Promise<Page<Contact>> {
       return mapPage(await store.list(db, principal.organizationId, filters, page), toContact);
     },

@@ -17,6 +17,9 @@ export function createContactsStore() {
     findByPhoneNumber(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
       return live(db, organizationId).where('phone_number', '=', phoneNumber).executeTakeFirst();
     },
+    findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ContactsTable[]> {
+      return live(db, organizationId).where('id', 'in', ids).execute();
+    },
     /** The number's most recently deleted contact, if any. */
     findLastDeleted(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
       return db

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connect.ts';
+import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 import { changedAttributes } from '../../events/envelope.ts';
 import type { EventEmitter } from '../../events/emit.ts';
@@ -7,9 +8,19 @@ import type { Queue } from '../../jobs/queue.ts';
 import { HOUR, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { METADATA_MAX_KEYS } from '../../lib/metadata.ts';
+import { mergeMetadata, METADATA_MAX_KEYS } from '../../lib/metadata.ts';
+import { embedRelations } from '../../lib/relations.ts';
 import { connectionScopeOf, type Principal } from '../credentials/principal.ts';
-import type { Conversation, ConversationState } from './conversations.schemas.ts';
+import type { MembersService } from '../members/index.ts';
+import {
+  MAX_TAGS,
+  type AddTagsInput,
+  type AssignConversationInput,
+  type Conversation,
+  type ConversationControl,
+  type ConversationState,
+  type UpdateConversationInput,
+} from './conversations.schemas.ts';
 import type { ConnectionScope } from '../../db/connection-scope.ts';
 import type { ConversationChanges, ConversationsStore } from './conversations.store.ts';
 
@@ -28,6 +39,10 @@ export interface Window {
 const expiryOf = (lastInboundAt: string | null): string | null =>
   lastInboundAt === null ? null : new Date(Date.parse(lastInboundAt) + WINDOW_MS).toISOString();
 
+/** Tags are a set, stored and shown sorted, so that equal sets compare equal in `previous_attributes`. */
+const tagSet = (...lists: readonly string[][]): string[] => [...new Set(lists.flat())].sort();
+const tagsOf = (row: ConversationsTable) => JSON.parse(row.tags) as string[];
+
 function toConversation(row: ConversationsTable): Conversation {
   return {
     id: row.id,
@@ -35,6 +50,9 @@ function toConversation(row: ConversationsTable): Conversation {
     connection_id: row.connection_id,
     contact_id: row.contact_id,
     state: row.state as ConversationState,
+    assignee_id: row.assignee_id,
+    control: row.control as ConversationControl,
+    tags: tagsOf(row),
     last_message_at: row.last_message_at,
     last_inbound_at: row.last_inbound_at,
     window_expires_at: expiryOf(row.last_inbound_at),
@@ -62,11 +80,18 @@ function fold(kept: ConversationsTable, folded: ConversationsTable, now: string)
   if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
     throw invalidParam('/source_contact_id', `cannot be merged: conversation ${kept.id} would hold more than ${METADATA_MAX_KEYS} metadata keys`, 'too_many');
   }
+  const tags = tagSet(tagsOf(kept), tagsOf(folded));
+  if (tags.length > MAX_TAGS) {
+    throw invalidParam('/source_contact_id', `cannot be merged: conversation ${kept.id} would hold more than ${MAX_TAGS} tags; remove some first`, 'too_many');
+  }
   const lastInboundAt = later(kept.last_inbound_at, folded.last_inbound_at);
   const expiresAt = expiryOf(lastInboundAt);
   return {
     ...kept,
     state: kept.state === 'closed' && folded.state !== 'closed' ? folded.state : kept.state,
+    // Someone who was working on either thread keeps it; the survivor's own choices win.
+    assignee_id: kept.assignee_id ?? folded.assignee_id,
+    tags: JSON.stringify(tags),
     last_message_at: later(kept.last_message_at, folded.last_message_at),
     last_inbound_at: lastInboundAt,
     metadata: JSON.stringify(metadata),
@@ -76,8 +101,44 @@ function fold(kept: ConversationsTable, folded: ConversationsTable, now: string)
   };
 }
 
-export function createConversationsService(deps: { db: Db; store: ConversationsStore; clock: Clock; events: EventEmitter; queue: Queue }) {
-  const { db, store, clock, events, queue } = deps;
+/**
+ * What `expand` embeds, loaded by the modules that own it. Bound late (see app.ts): contacts and
+ * messages are built on this module, so it cannot import them.
+ */
+export interface ConversationRelations {
+  /** Live contacts by id, as their GET shows them. */
+  contacts(principal: Principal, ids: string[]): Promise<Map<string, unknown>>;
+  /** The newest message of each conversation, by conversation id. */
+  lastMessages(conversationIds: string[]): Promise<Map<string, unknown>>;
+}
+
+export interface ListConversationsFilters {
+  state?: ConversationState | undefined;
+  /** A member id, or `none`. */
+  assignee?: string | undefined;
+  tag?: string | undefined;
+  connectionId?: string | undefined;
+  contactId?: string | undefined;
+  window?: 'open' | 'closed' | undefined;
+}
+
+export interface ConversationsServiceDeps {
+  db: Db;
+  store: ConversationsStore;
+  clock: Clock;
+  events: EventEmitter;
+  queue: Queue;
+  members: Pick<MembersService, 'find'>;
+  relations: () => ConversationRelations;
+  /**
+   * A merge folds `from` into `to`: what other modules keep per conversation (notes, locks) moves
+   * here, in the merge's transaction, before `from` is deleted.
+   */
+  onFold: (trx: Db, fromConversationId: string, toConversationId: string) => Promise<void>;
+}
+
+export function createConversationsService(deps: ConversationsServiceDeps) {
+  const { db, store, clock, events, queue, members, relations, onFold } = deps;
 
   function windowFrom(lastInboundAt: string | null): Window {
     const expiresAt = expiryOf(lastInboundAt);
@@ -103,24 +164,134 @@ export function createConversationsService(deps: { db: Db; store: ConversationsS
     });
   }
 
+  const missing = (id: string, param: string | undefined) => (param ? new AppError('resource_not_found', `No such conversation: ${id}.`, { param }) : notFound('conversation'));
+
   /** For other modules that address a conversation: `param` names the field that held the id, if not the path. */
   async function getForReference(executor: Db, principal: Principal, id: string, param?: string): Promise<Conversation> {
     const row = await store.find(executor, connectionScopeOf(principal), id);
-    if (!row) throw param ? new AppError('resource_not_found', `No such conversation: ${id}.`, { param }) : notFound('conversation');
+    if (!row) throw missing(id, param);
     return toConversation(row);
+  }
+
+  /** A conversation the caller may see, held until the transaction ends; one a merge folded meanwhile is not found. */
+  async function lockVisible(trx: Db, principal: Principal, id: string, param?: string): Promise<ConversationsTable> {
+    const row = (await store.find(trx, connectionScopeOf(principal), id)) && (await store.lockById(trx, id));
+    if (!row) throw missing(id, param);
+    return row;
+  }
+
+  /**
+   * Writes what changed and announces it; a change that changes nothing writes nothing and emits
+   * nothing. `write` does what the change needs beside the row (tag rows), only when it changes.
+   */
+  async function apply(trx: Db, row: ConversationsTable, changes: ConversationChanges, write?: () => Promise<void>): Promise<Conversation> {
+    const before = toConversation(row);
+    if (Object.keys(changedAttributes(before, toConversation({ ...row, ...changes }))).length === 0) return before;
+    const next = { ...row, ...changes, updated_at: clock.now().toISOString() };
+    await store.update(trx, row.id, { ...changes, updated_at: next.updated_at });
+    await write?.();
+    await emitUpdated(trx, row.organization_id, row, next);
+    return toConversation(next);
+  }
+
+  /** One change of a conversation the caller may see, in its own transaction. */
+  function change(principal: Principal, id: string, decide: (trx: Db, row: ConversationsTable) => Promise<Conversation>): Promise<Conversation> {
+    return db.transaction().execute(async (trx) => decide(trx, await lockVisible(trx, principal, id)));
+  }
+
+  async function withRelations(principal: Principal, items: Conversation[], expand: readonly string[]): Promise<Conversation[]> {
+    if (expand.length === 0) return items;
+    const { contacts, lastMessages } = relations();
+    return embedRelations(items, expand, {
+      contact: { key: (conversation) => conversation.contact_id, load: (ids) => contacts(principal, ids) },
+      last_message: { key: (conversation) => conversation.id, load: (ids) => lastMessages(ids) },
+    });
   }
 
   return {
     /** A conversation the caller may see; another organization's, or one of a connection it cannot see, is not found. */
-    async get(principal: Principal, id: string): Promise<Conversation> {
-      return getForReference(db, principal, id);
+    async get(principal: Principal, id: string, expand: readonly string[] = []): Promise<Conversation> {
+      const [conversation] = await withRelations(principal, [await getForReference(db, principal, id)], expand);
+      return conversation!;
     },
 
     getForReference,
 
+    /** As `getForReference`, holding the conversation until the transaction ends, so that a merge cannot fold it away meanwhile. */
+    async lockForReference(trx: Db, principal: Principal, id: string, param?: string): Promise<Conversation> {
+      return toConversation(await lockVisible(trx, principal, id, param));
+    },
+
+    /** A filter naming another organization's (or an invisible) object simply matches nothing. */
+    async list(principal: Principal, filters: ListConversationsFilters, page: PageRequest, expand: readonly string[] = []): Promise<Page<Conversation>> {
+      const { assignee, window, ...rest } = filters;
+      const conversations = mapPage(await store.list(db, connectionScopeOf(principal), {
+        ...rest,
+        assigneeId: assignee === 'none' ? null : assignee,
+        window: window === undefined ? undefined : { open: window === 'open', since: new Date(clock.now().getTime() - WINDOW_MS).toISOString() },
+      }, page), toConversation);
+      return { ...conversations, data: await withRelations(principal, conversations.data, expand) };
+    },
+
+    /** `state` replaces; `metadata` is merged (a key sent as null is removed). */
+    async update(principal: Principal, id: string, input: UpdateConversationInput): Promise<Conversation> {
+      return change(principal, id, (trx, row) => apply(trx, row, {
+        ...(input.state !== undefined ? { state: input.state } : {}),
+        metadata: mergeMetadata(row.metadata, input.metadata),
+      }));
+    },
+
+    /** Assigns to an active member of the conversation's organization, or unassigns (null). */
+    async assign(principal: Principal, id: string, input: AssignConversationInput): Promise<Conversation> {
+      const memberId = input.member_id;
+      // The path is checked before the body. Both reads precede the transaction: the members service
+      // reads on its own handle, which on SQLite would wait for the one connection a transaction holds.
+      await getForReference(db, principal, id);
+      if (memberId !== null && !(await members.find(principal.organizationId, memberId))) {
+        throw new AppError('resource_not_found', `No such member: ${memberId}.`, { param: '/member_id' });
+      }
+      return change(principal, id, (trx, row) => apply(trx, row, { assignee_id: memberId }));
+    },
+
+    async setControl(principal: Principal, id: string, control: ConversationControl): Promise<Conversation> {
+      return change(principal, id, (trx, row) => apply(trx, row, { control }));
+    },
+
+    /** Adds tags (a set: those it has stay once); more than MAX_TAGS in all is refused, writing nothing. */
+    async addTags(principal: Principal, id: string, input: AddTagsInput): Promise<Conversation> {
+      return change(principal, id, async (trx, row) => {
+        const tags = tagSet(tagsOf(row), input.tags);
+        if (tags.length > MAX_TAGS) {
+          throw invalidParam('/tags', `would give the conversation more than ${MAX_TAGS} tags (it has ${tagsOf(row).length}); remove some first`, 'too_many');
+        }
+        return apply(trx, row, { tags: JSON.stringify(tags) }, () => store.addTags(trx, row.organization_id, row.id, input.tags));
+      });
+    },
+
+    /** Removes a tag; removing one the conversation does not have changes nothing (DELETE is idempotent). */
+    async removeTag(principal: Principal, id: string, tag: string): Promise<Conversation> {
+      return change(principal, id, (trx, row) =>
+        apply(trx, row, { tags: JSON.stringify(tagsOf(row).filter((each) => each !== tag)) }, () => store.removeTag(trx, row.id, tag)));
+    },
+
+    /**
+     * The owner answered from the business app (coexistence): the app has the conversation now, so
+     * automations and agents stand back until someone takes it again with `/control`.
+     */
+    async handToApp(trx: Db, conversationId: string): Promise<void> {
+      const row = await store.lockById(trx, conversationId);
+      if (row) await apply(trx, row, { control: 'app' });
+    },
+
+    async controlOf(executor: Db, conversationId: string): Promise<ConversationControl> {
+      const row = await store.findById(executor, conversationId);
+      if (!row) throw notFound('conversation');
+      return row.control as ConversationControl;
+    },
+
     /**
      * Files a message into the thread of a number and a customer: the first message creates the
-     * thread (`conversation.created`); a customer's message reopens a closed one and moves the
+     * thread (`conversation.created`); a customer's message reopens a pending or closed one and moves the
      * window, and with it the warning timer. Imported history moves no clock and reopens nothing.
      * The thread's row is locked, so concurrent messages cannot move its clocks backwards.
      */
@@ -133,6 +304,9 @@ export function createConversationsService(deps: { db: Db; store: ConversationsS
         connection_id: input.connectionId,
         contact_id: input.contactId,
         state: 'open',
+        assignee_id: null,
+        control: 'api',
+        tags: '[]',
         last_message_at: input.imported ? null : at,
         last_inbound_at: input.inbound && !input.imported ? at : null,
         metadata: '{}',
@@ -151,7 +325,8 @@ export function createConversationsService(deps: { db: Db; store: ConversationsS
       const changes = {
         last_message_at: later(row.last_message_at, at),
         last_inbound_at: input.inbound ? later(row.last_inbound_at, at) : row.last_inbound_at,
-        state: input.inbound && row.state === 'closed' ? 'open' : row.state,
+        // The customer wrote again: whatever was settled or awaited, someone has to look.
+        state: input.inbound && row.state !== 'open' ? 'open' : row.state,
       };
       const next = { ...row, ...changes, updated_at: now };
       await store.update(trx, row.id, { ...changes, updated_at: now });
@@ -215,13 +390,15 @@ export function createConversationsService(deps: { db: Db; store: ConversationsS
           counts.conversationsMoved++;
           continue;
         }
-        // Notes, tags and locks (issue 7 and after) of the folded conversation move to `kept` here, before its row goes.
+        const next = fold(kept, source, now);
+        // Its tag rows go with its row (on delete cascade); the survivor's are the union.
+        await store.addTags(trx, input.organizationId, kept.id, tagsOf(source));
+        await onFold(trx, source.id, kept.id);
         const sourceExpiry = expiryOf(source.last_inbound_at);
         if (sourceExpiry !== null) await queue.cancel(trx, warningKey(source.id, sourceExpiry));
         await store.delete(trx, source.id);
-        const next = fold(kept, source, now);
         await store.update(trx, kept.id, {
-          state: next.state, last_message_at: next.last_message_at, last_inbound_at: next.last_inbound_at,
+          state: next.state, assignee_id: next.assignee_id, tags: next.tags, last_message_at: next.last_message_at, last_inbound_at: next.last_inbound_at,
           metadata: next.metadata, window_warning_for: next.window_warning_for, updated_at: now,
         } satisfies ConversationChanges);
         await moveWarning(trx, next, expiryOf(kept.last_inbound_at));

@@ -1,8 +1,20 @@
 import type { Db } from '../../db/connect.ts';
 import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
+import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 
-export type ConversationChanges = Partial<Pick<ConversationsTable, 'contact_id' | 'state' | 'last_message_at' | 'last_inbound_at' | 'metadata' | 'window_warning_for' | 'updated_at'>>;
+export type ConversationChanges = Partial<Omit<ConversationsTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>;
+
+export interface ConversationFilters {
+  state?: string | undefined;
+  /** A member id, or null for the unassigned ones. */
+  assigneeId?: string | null | undefined;
+  tag?: string | undefined;
+  connectionId?: string | undefined;
+  contactId?: string | undefined;
+  /** Whether the customer wrote after `since` (the window is open) or not (closed). */
+  window?: { open: boolean; since: string } | undefined;
+}
 
 export function createConversationsStore() {
   /**
@@ -15,6 +27,9 @@ export function createConversationsStore() {
     /** A conversation the scope may see. */
     find(db: Db, scope: ConnectionScope, id: string): Promise<ConversationsTable | undefined> {
       return visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope).where('conversations.id', '=', id).executeTakeFirst();
+    },
+    findById(db: Db, id: string): Promise<ConversationsTable | undefined> {
+      return db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
     },
     findThread(db: Db, connectionId: string, contactId: string): Promise<ConversationsTable | undefined> {
       return db.selectFrom('conversations').selectAll().where('connection_id', '=', connectionId).where('contact_id', '=', contactId).executeTakeFirst();
@@ -42,6 +57,33 @@ export function createConversationsStore() {
     },
     async update(db: Db, id: string, changes: ConversationChanges): Promise<void> {
       await db.updateTable('conversations').set(changes).where('id', '=', id).execute();
+    },
+    list(db: Db, scope: ConnectionScope, filters: ConversationFilters, page: PageRequest) {
+      let query = visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope);
+      if (filters.state !== undefined) query = query.where('conversations.state', '=', filters.state);
+      if (filters.assigneeId !== undefined) query = query.where('conversations.assignee_id', filters.assigneeId === null ? 'is' : '=', filters.assigneeId);
+      if (filters.connectionId !== undefined) query = query.where('conversations.connection_id', '=', filters.connectionId);
+      if (filters.contactId !== undefined) query = query.where('conversations.contact_id', '=', filters.contactId);
+      if (filters.tag !== undefined) {
+        const tagged = db.selectFrom('conversation_tags').select('conversation_tags.conversation_id')
+          .where('conversation_tags.organization_id', '=', scope.organizationId).where('conversation_tags.tag', '=', filters.tag);
+        query = query.where('conversations.id', 'in', tagged);
+      }
+      const window = filters.window;
+      if (window !== undefined) {
+        query = window.open
+          ? query.where('conversations.last_inbound_at', '>', window.since)
+          : query.where((eb) => eb.or([eb('conversations.last_inbound_at', 'is', null), eb('conversations.last_inbound_at', '<=', window.since)]));
+      }
+      return paginate(query, { id: 'conversations.id', createdAt: 'conversations.created_at' }, page);
+    },
+    async addTags(db: Db, organizationId: string, conversationId: string, tags: readonly string[]): Promise<void> {
+      if (tags.length === 0) return;
+      await db.insertInto('conversation_tags').values(tags.map((tag) => ({ conversation_id: conversationId, tag, organization_id: organizationId })))
+        .onConflict((conflict) => conflict.columns(['conversation_id', 'tag']).doNothing()).execute();
+    },
+    async removeTag(db: Db, conversationId: string, tag: string): Promise<void> {
+      await db.deleteFrom('conversation_tags').where('conversation_id', '=', conversationId).where('tag', '=', tag).execute();
     },
     async delete(db: Db, id: string): Promise<void> {
       await db.deleteFrom('conversations').where('id', '=', id).execute();

@@ -1,27 +1,27 @@
 /**
  * Conversations: the thread between one connected number and one contact, which every message
- * between them belongs to. Owns the 24-hour customer service window of each thread (open while the
- * customer's last message is less than a day old), the `conversation.window_expiring` timer an hour
- * before it closes, and folding threads together when contacts merge. The /v1/conversations
- * endpoints arrive with the conversations issue.
+ * between them belongs to, and the place where people work on it: its state, the member assigned,
+ * who answers now (`control`), tags and metadata, through the /v1/conversations endpoints. Owns
+ * the 24-hour customer service window of each thread (open while the customer's last message is
+ * less than a day old), the `conversation.window_expiring` timer an hour before it closes, and
+ * folding threads together when contacts merge. Notes are their own module (conversation-notes).
  */
-import type { Db } from '../../db/connect.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { HttpServer } from '../../http/server.ts';
 import { conversationWindowExpiring } from '../../jobs/catalog.ts';
-import type { Queue } from '../../jobs/queue.ts';
 import type { Worker } from '../../jobs/worker.ts';
-import type { Clock } from '../../lib/clock.ts';
-import { createConversationsService } from './conversations.service.ts';
+import { registerConversationsRoutes } from './conversations.routes.ts';
+import { createConversationsService, type ConversationsServiceDeps } from './conversations.service.ts';
 import { createConversationsStore } from './conversations.store.ts';
 
-export function createConversationsModule(deps: { db: Db; clock: Clock; events: EventEmitter; queue: Queue }) {
+export function createConversationsModule(deps: Omit<ConversationsServiceDeps, 'store'>) {
   const service = createConversationsService({ ...deps, store: createConversationsStore() });
   return {
     service,
+    registerRoutes: (app: HttpServer) => registerConversationsRoutes(app, service),
     registerJobs: (worker: Worker) => worker.register(conversationWindowExpiring, (payload) => service.warnWindowExpiring(payload.conversation_id, payload.expires_at)),
   };
 }
 
-export type { ConversationsService, Window } from './conversations.service.ts';
+export type { ConversationRelations, ConversationsService, Window } from './conversations.service.ts';
 export { WINDOW_MS, WINDOW_WARNING_MS } from './conversations.service.ts';
-export type { Conversation } from './conversations.schemas.ts';
+export type { Conversation, ConversationControl } from './conversations.schemas.ts';
