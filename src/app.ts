@@ -31,6 +31,8 @@ import { createWebhookEndpointsModule } from './modules/webhook-endpoints/index.
 import { createWebhookSender } from './modules/webhook-endpoints/webhook-sender.ts';
 import { createContactsModule } from './modules/contacts/index.ts';
 import { createConversationsModule } from './modules/conversations/index.ts';
+import { createConversationLocksModule } from './modules/conversation-locks/index.ts';
+import { createConversationNotesModule } from './modules/conversation-notes/index.ts';
 import { createFileMediaStorage, createMediaModule } from './modules/media/index.ts';
 import { createMessagesModule } from './modules/messages/index.ts';
 import { createTemplatesModule } from './modules/templates/index.ts';
@@ -148,7 +150,14 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
   });
   const sender = createWebhookSender({ allowPrivateNetworks: config.webhookAllowPrivateNetworks });
-  const conversations = createConversationsModule({ db, clock, events, queue });
+  // Expanding a conversation's contact and last message, and moving its notes in a merge, use modules built on this one: bound late.
+  const conversations = createConversationsModule({
+    db, clock, events, queue, members: members.service,
+    relations: () => ({ contacts: (principal, ids) => contacts.service.findMany(principal, ids), lastMessages: (ids) => messages.service.lastOfConversations(ids) }),
+    onFold: (trx, from, to) => conversationNotes.service.move(trx, from, to),
+  });
+  const conversationNotes = createConversationNotesModule({ db, clock, conversations: conversations.service });
+  const locks = createConversationLocksModule({ db, clock, events, queue, conversations: conversations.service });
   const contacts = createContactsModule({ db, clock, events, audit: audit.service, conversations: conversations.service, connections: connections.service });
   const media = createMediaModule({
     db, clock, queue, provider: provider.provider, audit: audit.service, connections: connections.service,
@@ -156,7 +165,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   });
   const messages = createMessagesModule({
     db, clock, events, queue, log, provider: provider.provider, contacts: contacts.service, conversations: conversations.service,
-    connections: connections.service, templates: templates.service, media: media.service,
+    connections: connections.service, templates: templates.service, media: media.service, locks: locks.service,
   });
   const providerWebhooks = createProviderWebhooksModule({
     db, clock, queue, log, inbound: provider.inbound, connections: connections.service, messages: messages.service, templates: templates.service,
@@ -165,11 +174,11 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     db, clock, secrets, transport: sender, events, audit: audit.service, connections: connections.service,
     notifyOwners: mail.service.notifyOwners,
   });
-  for (const module of [webhookEndpoints, mail, connections, providerWebhooks, conversations, media, messages]) module.registerJobs(worker);
+  for (const module of [webhookEndpoints, mail, connections, providerWebhooks, conversations, locks, media, messages]) module.registerJobs(worker);
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: provider.graphBaseUrl, pacer: provider.pacer });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation: store.dialect.isUniqueViolation, secrets });
   return {
-    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages, templates, media],
+    routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages, templates, media, conversations, conversationNotes, locks],
     sandbox: provider.sandbox,
     worker,
     closeables: [sender, provider],
@@ -178,7 +187,8 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
       apiKeys: apiKeys.service, oauthTokens: oauthTokens.service, auth: auth.service, credentials,
       idempotencyKeys: idempotencyKeys.service, webhookEndpoints: webhookEndpoints.service, mail: mail.service, events, queue,
       messages: messages.service, providerWebhooks: providerWebhooks.service,
-      contacts: contacts.service, templates: templates.service, media: media.service,
+      contacts: contacts.service, templates: templates.service, media: media.service, conversations: conversations.service,
+      locks: locks.service,
     },
   };
 }

@@ -255,6 +255,32 @@ export interface ConversationsTable {
   updated_at: string;
   /** The window closing time (`expires_at`) the last `conversation.window_expiring` was sent for. */
   window_warning_for: string | null;
+  /** The member answering it; null when unassigned (or when that member was removed). */
+  assignee_id: string | null;
+  /** Who answers now: `api`, `automation`, `agent` or `app`. */
+  control: string;
+  /** JSON: the tags, sorted; `conversation_tags` holds the same, for filtering. */
+  tags: string;
+}
+
+/** One tag of one conversation: what `?tag=` searches (see 0013_conversation_workplace). */
+export interface ConversationTagsTable {
+  conversation_id: string;
+  tag: string;
+  organization_id: string;
+}
+
+/** An internal note on a conversation: never sent to the provider. */
+export interface ConversationNotesTable {
+  id: string;
+  organization_id: string;
+  conversation_id: string;
+  /** The member who wrote it (dashboard tokens); null for API keys and OAuth tokens. */
+  author_member_id: string | null;
+  author_credential_kind: string;
+  body: string;
+  metadata: string;
+  created_at: string;
 }
 
 export interface MessagesTable {
@@ -276,6 +302,8 @@ export interface MessagesTable {
   sent_at: string | null;
   /** JSON, outbound only: what the queued send gives the provider (see 0012_outbound_messages). */
   send_request: string | null;
+  /** 1 for a message the owner sent from the business app (coexistence), known from its echo. */
+  echo: number;
   created_at: string;
   updated_at: string;
 }
@@ -332,6 +360,33 @@ export interface MediaUploadsTable {
   created_at: string;
 }
 
+/** One lease on a conversation (`lck_`); at most one per conversation is `held`. */
+export interface ConversationLocksTable {
+  id: string;
+  organization_id: string;
+  connection_id: string;
+  conversation_id: string;
+  /** `held`, or how it ended: `released`, `expired`, `idle`. */
+  status: string;
+  /** `acquired`, `renewed`, `transferred`, `released`, `expired` or `idle`. */
+  last_change: string;
+  holder_member_id: string;
+  previous_holder_member_id: string | null;
+  ttl_seconds: number;
+  idle_seconds: number;
+  acquired_at: string;
+  renewed_at: string;
+  expires_at: string;
+  idle_expires_at: string;
+  ended_at: string | null;
+  /** The latest handover request while held: who asked, what they said, when. */
+  request_member_id: string | null;
+  request_message: string | null;
+  requested_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -351,6 +406,9 @@ export interface Database {
   contacts: ContactsTable;
   contact_consents: ContactConsentsTable;
   conversations: ConversationsTable;
+  conversation_locks: ConversationLocksTable;
+  conversation_tags: ConversationTagsTable;
+  conversation_notes: ConversationNotesTable;
   messages: MessagesTable;
   templates: TemplatesTable;
   media: MediaTable;

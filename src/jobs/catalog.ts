@@ -93,4 +93,17 @@ export const mediaFetch = defineJob({
   timeoutMs: 5 * MINUTE,
 });
 
-export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline, messageSend, conversationWindowExpiring, mediaFetch] as const;
+/**
+ * Ends a conversation lock at its deadline: `expired` at its TTL, `idle` when its holder stopped
+ * renewing. One timer per deadline, keyed by it; the handler re-reads the lock, so a timer whose lock
+ * was renewed, transferred or released since does nothing.
+ */
+export const conversationLockExpire = defineJob({
+  name: 'conversation_lock.expire',
+  payload: Type.Object({ lock_id: Type.String(), ends_at: Type.String() }),
+  // Reads already treat a lapsed lock as free; retrying only gets the event out.
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE]),
+  timeoutMs: 30 * SECOND,
+});
+
+export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline, messageSend, conversationWindowExpiring, mediaFetch, conversationLockExpire] as const;

@@ -321,9 +321,9 @@ describe('outbound pacing: shared through Redis (TEST_REDIS_URL)', { skip: redis
     const released = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one! : two!).acquire('shared-pacers', 100).then(() => performance.now() - started)));
     released.sort((x, y) => x - y);
     const spanMs = released.at(-1)! - released[0]!;
-    // 40 sends at 100 a second: 390 ms from the first to the last, whichever process sends them.
+    // 40 sends at 100 a second: at least 390 ms from the first to the last, whichever process sends
+    // them. No upper bound: how late a loaded machine lets them go is not the pacer's property.
     assert.ok(spanMs >= 385, `the 40 sends spanned ${spanMs.toFixed(1)} ms`);
-    assert.ok(spanMs < 1000, `the 40 sends spanned ${spanMs.toFixed(1)} ms`);
   });
 
   it('a slot further away than maxWaitMs is refused and reserves nothing', async () => {

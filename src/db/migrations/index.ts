@@ -11,6 +11,9 @@ import * as contacts from './0009_contacts.ts';
 import * as media from './0010_media.ts';
 import * as windowWarning from './0011_window.ts';
 import * as outboundMessages from './0012_outbound_messages.ts';
+import * as conversationWorkplace from './0013_conversation_workplace.ts';
+import * as conversationLocks from './0014_conversation_locks.ts';
+import * as messageEchoes from './0015_message_echoes.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +29,7 @@ export const migrations: Record<string, Migration> = {
   '0010_media': media,
   '0011_window': windowWarning,
   '0012_outbound_messages': outboundMessages,
+  '0013_conversation_workplace': conversationWorkplace,
+  '0014_conversation_locks': conversationLocks,
+  '0015_message_echoes': messageEchoes,
 };

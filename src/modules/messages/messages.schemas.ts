@@ -48,6 +48,7 @@ export const MessageSchema = Type.Object({
   error: Nullable(MessageErrorSchema),
   provider_message_id: Nullable(Type.String()),
   imported: Type.Boolean({ description: 'Imported from the business app at coexistence onboarding: opened no window and triggered nothing.' }),
+  echo: Type.Boolean({ description: 'Sent by the owner from the business app (coexistence), not through the API; known from its echo.' }),
   metadata: Metadata,
   sent_at: Nullable(Timestamp, { description: 'When the sender sent it, as the provider reports.' }),
   created_at: Timestamp,

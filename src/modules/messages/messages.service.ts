@@ -47,6 +47,7 @@ export function toMessage(row: MessagesTable): Message {
     error: row.error === null ? null : (JSON.parse(row.error) as MessageError),
     provider_message_id: row.provider_message_id,
     imported: toBoolean(row.imported),
+    echo: toBoolean(row.echo),
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
     sent_at: row.sent_at,
     created_at: row.created_at,
@@ -120,6 +121,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     sentAt: Date;
     body: MessageBody;
     imported: boolean;
+    echo?: boolean;
   }): Promise<Message | undefined> {
     // A retried or re-batched webhook must not file the same message twice.
     if (await store.findByProviderId(trx, connection.id, input.providerMessageId)) return undefined;
@@ -161,6 +163,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       metadata: '{}',
       sent_at: input.sentAt.toISOString(),
       send_request: null,
+      echo: input.echo ? 1 : 0,
       created_at: now,
       updated_at: now,
     };
@@ -224,6 +227,23 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         direction: 'inbound', status: 'received', sentAt: input.sentAt, body: input.body, imported: false,
       });
       if (message) await events.emit(trx, { type: 'message.received', organizationId: connection.organizationId, connectionId: connection.id, object: message });
+      return message;
+    },
+
+    /**
+     * Coexistence: the owner wrote to a customer from the business app. Filed once as an outbound
+     * message of the thread however often the echo arrives, even before the customer's message it
+     * answers (the thread is created by whichever comes first), then `message.echo`, and the
+     * conversation passes to the app: automations stand back while the owner answers by hand.
+     */
+    async recordEcho(trx: Db, connection: ServingConnection, input: { providerMessageId: string; to: string; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
+      const message = await fileMessage(trx, connection, {
+        providerMessageId: input.providerMessageId, customerWaId: input.to, profileName: undefined,
+        direction: 'outbound', status: 'sent', sentAt: input.sentAt, body: input.body, imported: false, echo: true,
+      });
+      if (!message) return undefined;
+      await events.emit(trx, { type: 'message.echo', organizationId: connection.organizationId, connectionId: connection.id, object: message });
+      await conversations.handToApp(trx, message.conversation_id);
       return message;
     },
 

@@ -11,6 +11,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Log } from '../../lib/log.ts';
 import { isProviderError, type Provider, type ProviderError } from '../../provider/provider.ts';
 import type { ConnectionsService, ProviderAccess } from '../connections/index.ts';
+import type { ConversationLocksService } from '../conversation-locks/index.ts';
 import type { Contact, ContactsService } from '../contacts/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
@@ -42,6 +43,7 @@ export interface SendingServiceDeps {
   conversations: ConversationsService;
   templates: TemplatesService;
   media: MediaService;
+  locks: ConversationLocksService;
 }
 
 /** What a send is about to store, once every check has passed. */
@@ -69,7 +71,7 @@ interface CheckedSend {
  * message already sent, and a crash between the two leaves a queued job: never lost, never twice.
  */
 export function createSendingService(deps: SendingServiceDeps) {
-  const { db, store, clock, events, queue, log, provider, messages, connections, contacts, conversations, templates, media } = deps;
+  const { db, store, clock, events, queue, log, provider, messages, connections, contacts, conversations, templates, media, locks } = deps;
 
   async function recipientOf(principal: Principal, input: { contact_id?: string | undefined; to?: string | undefined }): Promise<{ contact: Contact | undefined; phoneNumber: string }> {
     if ((input.contact_id === undefined) === (input.to === undefined)) {
@@ -154,6 +156,8 @@ export function createSendingService(deps: SendingServiceDeps) {
       const conversation = await conversations.recordMessage(trx, {
         organizationId: checked.organizationId, connectionId: checked.connectionId, contactId: contact.id, at: clock.now(), inbound: false, imported: false,
       });
+      // Inside the transaction that stores the message, so that a lock taken meanwhile is seen.
+      await locks.assertMaySend(trx, conversation.id, checked.principal);
       const now = clock.now().toISOString();
       const row: MessagesTable = {
         id: newId('message', clock.now().getTime()),
@@ -174,6 +178,7 @@ export function createSendingService(deps: SendingServiceDeps) {
         metadata: JSON.stringify(checked.metadata),
         sent_at: null,
         send_request: JSON.stringify(checked.request),
+        echo: 0,
         created_at: now,
         updated_at: now,
       };

@@ -72,9 +72,14 @@ describe('sending messages', () => {
 
   const getMessage = async (id: string): Promise<Message> => (await server.request('GET', `/v1/messages/${id}`, { token: key })).body as Message;
 
-  /** The webhook deliveries about one message, in the order they were sent. */
+  /**
+   * The webhook deliveries about one message, in the order their events happened: deliveries run
+   * concurrently and may arrive in any order, but event ids sort by creation.
+   */
   const deliveriesFor = (id: string) =>
-    receiver.received.map((request) => JSON.parse(request.body) as { type: string; data: { object: Message } }).filter((event) => event.data.object.id === id);
+    receiver.received.map((request) => JSON.parse(request.body) as { id: string; type: string; data: { object: Message } })
+      .filter((event) => event.data.object.id === id)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
   describe('a text in the customer service window', () => {
     it('is stored queued, sent through the queue, then walks sent → delivered → read: four message.status deliveries', async () => {
@@ -141,6 +146,24 @@ describe('sending messages', () => {
       await settle();
       const page = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}&direction=outbound&status=read`, { token: key });
       assert.equal(page.body.data.length, bodies.length, 'the sandbox accepted each payload and walked it to read');
+    });
+  });
+
+  describe('a locked conversation', () => {
+    it('refuses a send by anyone but the lock’s holder, naming holder and expiry, and stores nothing', async () => {
+      const received = await inbound(newCustomer());
+      const locked = await server.request('POST', `/v1/conversations/${received.conversation_id}/lock`, { token: owner.token, body: { ttl_seconds: 300 } });
+      assert.ok([200, 201].includes(locked.status), locked.text);
+      const refused = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'From the API' } });
+      assertError(refused, 409, 'conversation_locked');
+      assert.equal(refused.body.error.lock.holder.member_id, owner.memberId);
+      assert.ok(refused.body.error.lock.expires_at);
+      const outbound = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}&direction=outbound`, { token: key });
+      assert.deepEqual(outbound.body.data, []);
+      const holder = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'From the holder' } }, { token: owner.token });
+      assert.equal(holder.status, 201, holder.text);
+      assert.equal((await server.request('DELETE', `/v1/conversations/${received.conversation_id}/lock`, { token: owner.token })).status, 200);
+      assert.equal((await send({ contact_id: received.contact_id, type: 'text', text: { body: 'Released' } })).status, 201);
     });
   });
 
@@ -431,6 +454,12 @@ describe('sending messages', () => {
       assertError(wrongLine, 404, 'resource_not_found');
       assert.equal(wrongLine.body.error.param, '/connection_id');
       await invalid({ type: 'image', image: { media_id: 'med_00000000000000000000000000' } }, '/image/media_id', 'resource_not_found', 404);
+      const form = new FormData();
+      form.append('file', new Blob([Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(400)])], { type: 'image/jpeg' }), 'theirs.jpg');
+      const upload = await fetch(`${server.url}/v1/media`, { method: 'POST', headers: { authorization: `Bearer ${stranger.token}` }, body: form });
+      const theirMedia = await upload.json() as { id: string };
+      assert.equal(upload.status, 201, JSON.stringify(theirMedia));
+      await invalid({ type: 'image', image: { media_id: theirMedia.id } }, '/image/media_id', 'resource_not_found', 404);
       const gone = await inbound(newCustomer());
       assert.equal((await server.request('DELETE', `/v1/contacts/${gone.contact_id}`, { token: key })).status, 200);
       const deleted = await send({ contact_id: gone.contact_id, type: 'text', text: { body: 'hi' } });

@@ -95,9 +95,11 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
             if (!known) log.info({ connection_id: connection.id, provider_template_id: update.providerTemplateId }, 'status of a template not synced yet; the next sync records it');
           }
         });
-      // Echoes are processed by the conversations module once it exists; until then the webhook's
-      // bytes stay in provider_webhooks, so nothing is lost.
       case 'echo':
+        return db.transaction().execute(async (trx) => {
+          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+          if (connection) await messages.recordEcho(trx, connection, update);
+        });
       case 'unhandled':
         log.info({ kind: update.kind }, 'provider update kept but not processed');
         return;
