@@ -36,6 +36,9 @@ export interface DashboardSessionsTable {
   access_expires_at: string;
   refresh_token_hash: string;
   refresh_expires_at: string;
+  /** The refresh token the last rotation replaced, and when (0016_refresh_token_reuse). */
+  previous_refresh_token_hash: string | null;
+  rotated_at: string | null;
   created_at: string;
   revoked_at: string | null;
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/connect.ts';
 import type { DashboardSessionsTable } from '../../db/schema.ts';
-import { DAY, MINUTE, type Clock } from '../../lib/clock.ts';
+import { DAY, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -18,6 +18,8 @@ export const DASHBOARD_TOKEN_PREFIX = 'dtk_';
 const REFRESH_TOKEN_PREFIX = 'drt_';
 export const DASHBOARD_TOKEN_TTL_MS = 15 * MINUTE;
 export const REFRESH_TOKEN_TTL_MS = 30 * DAY;
+/** How long after a rotation the replaced refresh token is taken for a concurrent tab, not a thief. */
+export const REFRESH_REUSE_GRACE_MS = 30 * SECOND;
 
 export interface IssuedSession {
   sessionId: string;
@@ -49,6 +51,22 @@ export function createAuthService(deps: {
     };
   }
 
+  /**
+   * A refresh token that a rotation replaced. Within a few seconds of that rotation it is a second
+   * tab that refreshed at the same moment: refused, nothing else. Later, two parties hold the
+   * session's tokens (one of them stolen), and there is no telling which: the session ends for both.
+   */
+  async function refuseReplacedToken(hash: string): Promise<never> {
+    const session = await store.findByPreviousRefreshHash(db, hash);
+    if (!session || session.revoked_at) throw new AppError('credential_invalid', 'The refresh token is not valid: log in again.');
+    const now = clock.now();
+    if (now.getTime() - Date.parse(session.rotated_at!) < REFRESH_REUSE_GRACE_MS) {
+      throw new AppError('credential_invalid', 'The refresh token was already used: log in again.');
+    }
+    await store.revoke(db, session.id, now.toISOString());
+    throw new AppError('credential_revoked', 'The refresh token had already been used, so the session was ended as a precaution: log in again.');
+  }
+
   async function openSession(trx: Db, member: Member, organization: Organization): Promise<IssuedSession> {
     const now = clock.now();
     const tokens = newTokens(now);
@@ -62,6 +80,8 @@ export function createAuthService(deps: {
       refresh_token_hash: sha256Hex(tokens.refresh),
       refresh_expires_at: refreshExpiresAt.toISOString(),
       created_at: now.toISOString(),
+      previous_refresh_token_hash: null,
+      rotated_at: null,
       revoked_at: null,
     };
     await store.insertSession(trx, session);
@@ -122,8 +142,9 @@ export function createAuthService(deps: {
     /** Exchanges the refresh token (from its cookie) for a new dashboard token and a new refresh token. */
     async refresh(refreshToken: string | undefined): Promise<IssuedSession> {
       if (!refreshToken) throw new AppError('credential_missing', 'No refresh token: log in again.');
-      const session = await store.findByRefreshHash(db, sha256Hex(refreshToken));
-      if (!session) throw new AppError('credential_invalid', 'The refresh token is not valid: log in again.');
+      const hash = sha256Hex(refreshToken);
+      const session = await store.findByRefreshHash(db, hash);
+      if (!session) return refuseReplacedToken(hash);
       if (session.revoked_at) throw new AppError('credential_revoked', 'The session was logged out: log in again.');
       const now = clock.now();
       if (session.refresh_expires_at <= now.toISOString()) throw new AppError('credential_expired', 'The session has expired: log in again.');
@@ -134,6 +155,7 @@ export function createAuthService(deps: {
         access_token_hash: sha256Hex(tokens.access),
         access_expires_at: tokens.accessExpiresAt.toISOString(),
         refresh_token_hash: sha256Hex(tokens.refresh),
+        rotated_at: now.toISOString(),
       });
       if (!rotated) throw new AppError('credential_invalid', 'The refresh token was already used: log in again.');
       return {

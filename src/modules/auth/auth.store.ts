@@ -12,16 +12,20 @@ export function createAuthStore() {
     findByRefreshHash(db: Db, hash: string): Promise<DashboardSessionsTable | undefined> {
       return db.selectFrom('dashboard_sessions').selectAll().where('refresh_token_hash', '=', hash).executeTakeFirst();
     },
+    /** The session whose last rotation replaced this refresh token. */
+    findByPreviousRefreshHash(db: Db, hash: string): Promise<DashboardSessionsTable | undefined> {
+      return db.selectFrom('dashboard_sessions').selectAll().where('previous_refresh_token_hash', '=', hash).executeTakeFirst();
+    },
     /** Swaps in new tokens only if the refresh token is still the current one: a race loses cleanly. */
     async rotateTokens(
       db: Db,
       id: string,
       previousRefreshHash: string,
-      next: Pick<DashboardSessionsTable, 'access_token_hash' | 'access_expires_at' | 'refresh_token_hash'>,
+      next: Pick<DashboardSessionsTable, 'access_token_hash' | 'access_expires_at' | 'refresh_token_hash' | 'rotated_at'>,
     ): Promise<boolean> {
       const result = await db
         .updateTable('dashboard_sessions')
-        .set(next)
+        .set({ ...next, previous_refresh_token_hash: previousRefreshHash })
         .where('id', '=', id)
         .where('refresh_token_hash', '=', previousRefreshHash)
         .where('revoked_at', 'is', null)

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { MINUTE, DAY } from '../../lib/clock.ts';
+import { MINUTE, DAY, SECOND } from '../../lib/clock.ts';
+import { REFRESH_REUSE_GRACE_MS } from './auth.service.ts';
 import { startServer, type TestServer } from '../../../test/harness.ts';
 import { assertError, signUp } from '../../../test/factories.ts';
 
@@ -57,6 +58,21 @@ describe('auth: sign-up, login, refresh, logout', () => {
       // The old refresh token was used up by the rotation.
       assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } }), 401, 'credential_invalid');
       assert.equal((await server.request('POST', '/auth/refresh', { headers: { cookie: newCookie } })).status, 200);
+    });
+
+    it('a replaced refresh token presented after the grace ends the session for both holders', async () => {
+      const owner = await signUp(server);
+      const refreshed = await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } });
+      const current = refreshed.headers.getSetCookie().find((c) => c.startsWith('refresh_token='))!.split(';')[0]!;
+      // Within the grace: another tab refreshing at the same moment, refused and nothing more.
+      server.clock.advance(REFRESH_REUSE_GRACE_MS - SECOND);
+      assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } }), 401, 'credential_invalid');
+      assert.equal((await server.request('GET', '/v1/identity', { token: refreshed.body.token })).status, 200);
+      // Later: the old token is in someone else's hands; nobody can tell whose, so the session ends.
+      server.clock.advance(2 * SECOND);
+      assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } }), 401, 'credential_revoked');
+      assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: current } }), 401, 'credential_revoked');
+      assertError(await server.request('GET', '/v1/identity', { token: refreshed.body.token }), 401, 'credential_revoked');
     });
 
     it('logout ends the session: its token and its refresh cookie stop working', async () => {
