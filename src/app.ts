@@ -154,7 +154,10 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   const conversations = createConversationsModule({
     db, clock, events, queue, members: members.service,
     relations: () => ({ contacts: (principal, ids) => contacts.service.findMany(principal, ids), lastMessages: (ids) => messages.service.lastOfConversations(ids) }),
-    onFold: (trx, from, to) => conversationNotes.service.move(trx, from, to),
+    onFold: async (trx, from, to) => {
+      await conversationNotes.service.move(trx, from, to);
+      await locks.service.endWithConversation(trx, from);
+    },
   });
   const conversationNotes = createConversationNotesModule({ db, clock, conversations: conversations.service });
   const locks = createConversationLocksModule({ db, clock, events, queue, conversations: conversations.service });

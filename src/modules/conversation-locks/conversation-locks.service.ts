@@ -224,6 +224,16 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
       });
     },
 
+    /**
+     * A contact merge folds this conversation into another and deletes it: its lease ends with it
+     * (`released`, announced), in the merge's transaction, so that no holder is left believing they
+     * hold a conversation that no longer exists.
+     */
+    async endWithConversation(trx: Db, conversationId: string): Promise<void> {
+      const held = await current(trx, conversationId);
+      if (held) await end(trx, held, 'released');
+    },
+
     /** Ends the caller's lease (`released`). */
     async release(principal: Principal, conversationId: string): Promise<ConversationLock> {
       return db.transaction().execute(async (trx) => toLock(await end(trx, await heldBy(trx, principal, conversationId), 'released')));

@@ -534,7 +534,7 @@ describe('conversation locks', () => {
   });
 
   describe('with contact merges', () => {
-    it('a merge that folds away a locked conversation is not blocked by its lock, which goes with it', async () => {
+    it('a merge that folds away a locked conversation is not blocked by its lock, which ends with it, announced', async () => {
       const alice = await agent();
       const [survivor, source] = [await conversation(), await conversation()];
       const contactOf = async (conversationId: string) =>
@@ -542,6 +542,7 @@ describe('conversation locks', () => {
       const lock = (await acquire(alice, source)).body;
       const merged = await server.request('POST', `/v1/contacts/${await contactOf(survivor)}/merge`, { token: key, body: { source_contact_id: await contactOf(source) } });
       assert.equal(merged.status, 200, merged.text);
+      assert.deepEqual(await lastChanges(source), ['acquired', 'released']);
       const rows = await server.app.store.db.selectFrom('conversation_locks').select('id').where('id', '=', lock.id).execute();
       assert.equal(rows.length, 0);
       assert.equal((await acquire(alice, survivor)).status, 201, 'the surviving conversation is free');
