@@ -34,6 +34,12 @@ describe('HTTP conventions shared by every endpoint', () => {
   });
 
   describe('unknown routes and methods', () => {
+    it('a path that is not valid URL encoding is route_not_found, with the request id in header and body', async () => {
+      const response = await server.request('GET', '/v1/contacts/%zz');
+      const error = assertError(response, 404, 'route_not_found');
+      assert.equal(response.headers.get('x-request-id'), error.request_id);
+    });
+
     it('an unknown path is route_not_found in the envelope', async () => {
       assertError(await server.request('GET', '/v1/nothing-here'), 404, 'route_not_found');
     });

@@ -64,6 +64,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   const retryAfter = String(options.retryAfterSeconds ?? 5);
 
   const sendError = (reply: FastifyReply, request: FastifyRequest, error: AppError) => {
+    // Also here: a URL Fastify cannot decode is refused before any hook has run.
+    void reply.header('x-request-id', request.id);
     for (const [name, value] of Object.entries(error.headers)) void reply.header(name, value);
     if (error.code === 'service_unavailable' && !reply.hasHeader('retry-after')) void reply.header('retry-after', retryAfter);
     return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error, request.id, options.publicBaseUrl));
