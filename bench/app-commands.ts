@@ -252,6 +252,13 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       return { concurrency: args.concurrency ?? 'default', pollMs: args.pollMs ?? 'default' };
     },
 
+    /** Stops the worker started by `startWorker`, letting its jobs in flight finish. */
+    async stopWorker(): Promise<void> {
+      await worker?.stop(2_000);
+      worker = undefined;
+      wakeOwnWorker = undefined;
+    },
+
     async emitEvents(args: EmitEventsArgs): Promise<EmitEventsResult> {
       const startedAt = Date.now();
       if (args.perSecond === undefined) {

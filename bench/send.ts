@@ -5,9 +5,10 @@
  * messages a second so that pacing stays out of the way. Against a bare Fastify POST route answering
  * the same bytes, in the same run.
  *
- * Two figures: requests answered a second (the message stored, its event emitted and its send
- * queued, 201 answered), and, after the load stops, how long the worker takes to send what was
- * queued (every message past `queued`).
+ * Figures: requests answered a second (the message stored, its event emitted and its send queued,
+ * 201 answered) with the worker sending beside them; after the load stops, how long the worker takes
+ * to send what was queued (every message past `queued`); then the same requests with the worker
+ * stopped, the API's own share (`api_only_req_per_s`).
  *
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
@@ -16,6 +17,7 @@ import { measure, mib, printResult, printTable, requestJson, runBench, startApp,
 const CONNECTIONS = 50;
 const SECONDS = 10;
 const WARMUP_SECONDS = 2;
+const API_ONLY_SECONDS = 5;
 const PATH = '/v1/messages';
 // One customer per load connection: fifty agents answering fifty customers at once.
 const CUSTOMERS = CONNECTIONS;
@@ -97,14 +99,21 @@ await runBench('send', async () => {
   const drainMs = Date.now() - loadEnded;
   const rss = await app.rss();
 
+  // The same requests with the worker stopped: what answering a send costs on its own.
+  await app.call('stopWorker', {});
+  const apiOnly = await measure({ url: app.url + PATH, pid: app.pid, connectionHeaders, connectionBodies: bodies, ...load, seconds: API_ONLY_SECONDS, warmupSeconds: 1 });
+
   const row = (name: string, figures: LoadFigures) => [
     name, figures.reqPerSec.toFixed(0), figures.p50Ms.toFixed(0), figures.p99Ms.toFixed(0), figures.meanMs.toFixed(2), figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
   ];
   console.log('');
-  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [row('service', real), row('baseline (bare Fastify)', base)]);
+  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [
+    row('service', real), row('service, worker stopped', apiOnly), row('baseline (bare Fastify)', base),
+  ]);
   console.log('');
   console.log(`after the load: every queued message sent within ${drainMs} ms; server RSS ${mib(rss)} MiB`);
   printResult('send', 'req_per_s', real.reqPerSec, base.reqPerSec);
   printResult('send', 'p50_ms', real.p50Ms, base.p50Ms, 2);
   printResult('send', 'p99_ms', real.p99Ms, base.p99Ms, 2);
+  printResult('send', 'api_only_req_per_s', apiOnly.reqPerSec, base.reqPerSec);
 });

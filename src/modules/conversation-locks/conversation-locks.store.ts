@@ -10,16 +10,19 @@ export function createConversationLocksStore() {
    * writers are serialised anyway), so that a renewal, a release and a timer never act on one lease at once.
    */
   const lock = (db: Db) => db.updateTable('conversation_locks').set((eb) => ({ updated_at: eb.ref('updated_at') }));
+  // A literal, not a parameter: only then can the planner see that the partial index on held leases
+  // applies (every send asks), instead of scanning every lease the conversation ever had.
+  const HELD = sql.lit('held');
   return {
     /** The conversation's `held` lease, whether or not its deadline has passed. */
     findHeld(db: Db, organizationId: string, conversationId: string): Promise<ConversationLocksTable | undefined> {
       return db.selectFrom('conversation_locks').selectAll()
-        .where('organization_id', '=', organizationId).where('conversation_id', '=', conversationId).where('status', '=', 'held')
+        .where('organization_id', '=', organizationId).where('conversation_id', '=', conversationId).where('status', '=', HELD)
         .executeTakeFirst();
     },
     /** As `findHeld`, locked. A lease ended while this waited for its lock is not returned: PostgreSQL re-reads the row. */
     lockHeld(db: Db, conversationId: string): Promise<ConversationLocksTable | undefined> {
-      return lock(db).where('conversation_id', '=', conversationId).where('status', '=', 'held').returningAll().executeTakeFirst();
+      return lock(db).where('conversation_id', '=', conversationId).where('status', '=', HELD).returningAll().executeTakeFirst();
     },
     lockById(db: Db, id: string): Promise<ConversationLocksTable | undefined> {
       return lock(db).where('id', '=', id).returningAll().executeTakeFirst();
