@@ -83,6 +83,12 @@ export async function addMember(server: TestServer, organizationId: string, role
   return { token: login.body.token, memberId: member.id };
 }
 
+/** A listening server with two organizations, for suites proving that one never reaches the other. */
+export async function startServerWithTwoOrganizations(): Promise<{ server: TestServer; alpha: SignedUp; beta: SignedUp }> {
+  const server = await startServer();
+  return { server, alpha: await signUp(server, { organizationName: 'Alpha' }), beta: await signUp(server, { organizationName: 'Beta' }) };
+}
+
 /** A listening server with a signed-up owner: what most suites start with. */
 export async function startServerWithOwner(options: StartOptions = {}): Promise<{ server: TestServer; owner: SignedUp }> {
   const server = await startServer(options);

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DAY } from '../src/lib/clock.ts';
 import { SCOPES } from '../src/modules/credentials/scopes.ts';
-import { startServer, type TestServer } from './harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from './factories.ts';
+import type { TestServer } from './harness.ts';
+import { addMember, assertError, createConnection, createKey, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from './factories.ts';
 
 const concrete = (url: string) => url.replace(/:(\w+)/g, 'x');
 
@@ -134,9 +134,7 @@ describe('tenant isolation', () => {
   let alpha: SignedUp;
   let beta: SignedUp;
   before(async () => {
-    server = await startServer();
-    alpha = await signUp(server, { organizationName: 'Alpha' });
-    beta = await signUp(server, { organizationName: 'Beta' });
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
   });
   after(() => server.close());
 

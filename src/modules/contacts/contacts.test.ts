@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { HOUR, SECOND } from '../../lib/clock.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import type { TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 
 /** A fresh UK number in the range reserved for drama (+44 7700 900xxx), padded to stay unique per run. */
 const newNumber = () => `+4477009${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
@@ -526,9 +526,7 @@ describe('contacts across organizations', () => {
   let alpha: SignedUp;
   let beta: SignedUp;
   before(async () => {
-    server = await startServer();
-    alpha = await signUp(server, { organizationName: 'Alpha' });
-    beta = await signUp(server, { organizationName: 'Beta' });
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
   });
   after(() => server.close());
 

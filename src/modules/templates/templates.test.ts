@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { SECOND } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import type { TestServer } from '../../../test/harness.ts';
+import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 import { TemplateSendSchema, type TemplateSendInput } from './index.ts';
 
 type Json = Record<string, any>;
@@ -364,9 +364,7 @@ describe('templates: who sees what', () => {
   let onTwo: Json;
   let onTest: Json;
   before(async () => {
-    server = await startServer();
-    alpha = await signUp(server, { organizationName: 'Alpha' });
-    beta = await signUp(server, { organizationName: 'Beta' });
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
     one = await createConnection(server, alpha);
     two = await createConnection(server, alpha);
     testConnection = await createConnection(server, alpha, { test: true });
