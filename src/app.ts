@@ -160,7 +160,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
     },
   });
   const conversationNotes = createConversationNotesModule({ db, clock, conversations: conversations.service });
-  const locks = createConversationLocksModule({ db, clock, events, queue, conversations: conversations.service });
+  const locks = createConversationLocksModule({ db, clock, events, queue, conversations: conversations.service, members: members.service });
   const contacts = createContactsModule({ db, clock, events, audit: audit.service, conversations: conversations.service, connections: connections.service });
   const media = createMediaModule({
     db, clock, queue, provider: provider.provider, audit: audit.service, connections: connections.service,

@@ -8,7 +8,8 @@ import { AppError, invalidParam } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Conversation, ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { ROLE_SCOPES, type Role } from '../credentials/scopes.ts';
+import { ROLE_SCOPES } from '../credentials/scopes.ts';
+import type { MembersService } from '../members/index.ts';
 import {
   LOCK_DEFAULT_TTL_SECONDS,
   type AcquireLockInput,
@@ -95,10 +96,11 @@ export interface ConversationLocksServiceDeps {
   events: EventEmitter;
   queue: Queue;
   conversations: ConversationsService;
+  members: Pick<MembersService, 'find'>;
 }
 
 export function createConversationLocksService(deps: ConversationLocksServiceDeps) {
-  const { db, store, clock, events, queue, conversations } = deps;
+  const { db, store, clock, events, queue, conversations, members } = deps;
 
   function lockedError(row: Row): AppError {
     return new AppError('conversation_locked', `Conversation ${row.conversation_id} is locked by member ${row.holder_member_id} until ${row.idle_expires_at} unless renewed.`, {
@@ -113,7 +115,7 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
    */
   async function standing(executor: Db, row: Row): Promise<'live' | Ending> {
     if (Date.parse(row.idle_expires_at) <= clock.now().getTime()) return endingOf(row);
-    return (await store.memberRole(executor, row.organization_id, row.holder_member_id)) === undefined ? 'released' : 'live';
+    return (await members.find(row.organization_id, row.holder_member_id, executor)) === undefined ? 'released' : 'live';
   }
 
   async function announce(trx: Db, row: Row): Promise<void> {
@@ -248,9 +250,9 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
       if (target === memberOf(principal)) throw invalidParam('/member_id', 'must be another member than the holder');
       return db.transaction().execute(async (trx) => {
         const held = await heldBy(trx, principal, conversationId);
-        const role = await store.memberRole(trx, principal.organizationId, target);
-        if (role === undefined) throw noSuchMember(target);
-        if (!ROLE_SCOPES[role as Role].includes('messages:write')) throw invalidParam('/member_id', `cannot hold a lock: a ${role} may not send messages`);
+        const member = await members.find(principal.organizationId, target, trx);
+        if (member === undefined) throw noSuchMember(target);
+        if (!ROLE_SCOPES[member.role].includes('messages:write')) throw invalidParam('/member_id', `cannot hold a lock: a ${member.role} may not send messages`);
         const now = clock.now();
         const next = await change(trx, held, {
           ...leaseFrom(now, held.ttl_seconds, held.idle_seconds),

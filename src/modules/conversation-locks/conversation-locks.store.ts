@@ -44,15 +44,6 @@ export function createConversationLocksStore() {
     async update(db: Db, id: string, changes: LockChanges): Promise<void> {
       await db.updateTable('conversation_locks').set(changes).where('id', '=', id).execute();
     },
-    /**
-     * The role of a member of the organization; undefined when there is no such member (removed, or
-     * of another organization). The members module owns the table; this one read runs in the
-     * caller's transaction, which that module's service cannot join.
-     */
-    async memberRole(db: Db, organizationId: string, memberId: string): Promise<string | undefined> {
-      const row = await db.selectFrom('members').select('role').where('organization_id', '=', organizationId).where('id', '=', memberId).executeTakeFirst();
-      return row?.role;
-    },
   };
 }
 

@@ -283,12 +283,6 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
       if (row) await apply(trx, row, { control: 'app' });
     },
 
-    async controlOf(executor: Db, conversationId: string): Promise<ConversationControl> {
-      const row = await store.findById(executor, conversationId);
-      if (!row) throw notFound('conversation');
-      return row.control as ConversationControl;
-    },
-
     /**
      * Files a message into the thread of a number and a customer: the first message creates the
      * thread (`conversation.created`); a customer's message reopens a pending or closed one and moves the

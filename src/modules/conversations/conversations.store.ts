@@ -28,9 +28,6 @@ export function createConversationsStore() {
     find(db: Db, scope: ConnectionScope, id: string): Promise<ConversationsTable | undefined> {
       return visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope).where('conversations.id', '=', id).executeTakeFirst();
     },
-    findById(db: Db, id: string): Promise<ConversationsTable | undefined> {
-      return db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
-    },
     findThread(db: Db, connectionId: string, contactId: string): Promise<ConversationsTable | undefined> {
       return db.selectFrom('conversations').selectAll().where('connection_id', '=', connectionId).where('contact_id', '=', contactId).executeTakeFirst();
     },

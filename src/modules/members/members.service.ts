@@ -77,8 +77,9 @@ export function createMembersService(deps: { db: Db; store: MembersStore; clock:
       return (await store.ownerEmails(executor, organizationId)).map((row) => row.email);
     },
 
-    async find(organizationId: string, id: string): Promise<Member | undefined> {
-      const row = await store.find(db, organizationId, id);
+    /** `executor`: a caller's transaction, whose connection a read must share on SQLite. */
+    async find(organizationId: string, id: string, executor: Db = db): Promise<Member | undefined> {
+      const row = await store.find(executor, organizationId, id);
       return row ? toMember(row) : undefined;
     },
 
