@@ -140,10 +140,12 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
   const { db, store, clock, audit, events, queue, secrets, provider, templates } = deps;
 
   /** Resolves a connection the caller may address: tenant, connection key and mode rules in one place. */
+  /** `param` names the field that held the id, when it is not the path's own. */
   async function getRow(executor: Db, principal: Principal, id: string, param?: string): Promise<ConnectionsTable> {
-    if (principal.connectionId && principal.connectionId !== id) throw notFound('connection');
+    const missing = () => (param ? new AppError('resource_not_found', `No such connection: ${id}.`, { param }) : notFound('connection'));
+    if (principal.connectionId && principal.connectionId !== id) throw missing();
     const row = await store.find(executor, principal.organizationId, id);
-    if (!row) throw notFound('connection');
+    if (!row) throw missing();
     assertModeAllows(principal, { test: toBoolean(row.test) }, param);
     return row;
   }
@@ -314,14 +316,7 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
 
     /** For other modules that take a `connection_id` in a body: `param` names the field in errors. */
     async getForReference(executor: Db, principal: Principal, id: string, param: string): Promise<Connection> {
-      try {
-        return toConnection(await getRow(executor, principal, id, param));
-      } catch (error) {
-        if (error instanceof AppError && error.code === 'resource_not_found') {
-          throw new AppError('resource_not_found', `No such connection: ${id}.`, { param });
-        }
-        throw error;
-      }
+      return toConnection(await getRow(executor, principal, id, param));
     },
 
     /** The connections among `ids` the caller may see, by id: one query for a whole page's worth. */
@@ -407,8 +402,8 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     },
 
     /** Provider access for a connection the caller may address, refused unless it is connected. */
-    async providerAccess(principal: Principal, id: string): Promise<ProviderAccess> {
-      return accessOf(await getRow(db, principal, id));
+    async providerAccess(principal: Principal, id: string, param?: string): Promise<ProviderAccess> {
+      return accessOf(await getRow(db, principal, id, param));
     },
 
     /**

@@ -51,10 +51,8 @@ export interface TemplateOwner {
  * their account's templates through this module, so this side is bound late, as a getter.
  */
 export interface TemplateConnections {
-  /** A connection the caller may address; `param` names the body field in its 404. */
-  getForReference(executor: Db, principal: Principal, id: string, param: string): Promise<{ id: string }>;
-  /** Refused unless the connection is connected. */
-  providerAccess(principal: Principal, id: string): Promise<TemplateOwner>;
+  /** A connection the caller may address (`param` names the body field in its 404), refused unless connected. */
+  providerAccess(principal: Principal, id: string, param?: string): Promise<TemplateOwner>;
   /** Marks the connection when the provider refused its token. */
   reportProviderError(connectionId: string, error: ProviderError): Promise<void>;
 }
@@ -104,9 +102,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
    * connection that cannot reach the provider is refused before anything is asked of it.
    */
   async function ownerFor(principal: Principal, connectionId: string, param: string): Promise<TemplateOwner> {
-    const connections = deps.connections();
-    await connections.getForReference(db, principal, connectionId, param);
-    return connections.providerAccess(principal, connectionId);
+    return deps.connections().providerAccess(principal, connectionId, param);
   }
 
   /** Calls the provider outside any transaction; its failure is the API's provider_* error. */
