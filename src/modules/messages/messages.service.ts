@@ -75,6 +75,20 @@ function predecessorsOf(status: MessageStatus): MessageStatus[] {
   return (['queued', 'sent', 'delivered', 'read'] as const).filter((earlier) => STATUS_RANK[earlier] < ceiling);
 }
 
+/** The way an outbound message goes when all is well; a status may skip ahead along it. */
+const DELIVERY_PATH = ['queued', 'sent', 'delivered', 'read'] as const satisfies MessageStatus[];
+
+/**
+ * The statuses a move from `from` to `to` passes on the way, `to` included: a message read before
+ * its delivery was reported was delivered, so subscribers see every step once and in order, however
+ * the provider's reports arrive (the spec's four `message.status` per read message). A failure is
+ * one step.
+ */
+function stepsOf(from: MessageStatus, to: MessageStatus): MessageStatus[] {
+  if (to === 'failed') return [to];
+  return DELIVERY_PATH.filter((step) => STATUS_RANK[step] > STATUS_RANK[from] && STATUS_RANK[step] <= STATUS_RANK[to]);
+}
+
 function toError(errors: ProviderErrorDetail[]): MessageError | null {
   const first = errors[0];
   return first ? { code: first.code, title: first.title ?? null, message: first.message ?? null, details: first.details ?? null } : null;
@@ -173,13 +187,24 @@ export function createMessagesService(deps: MessagesServiceDeps) {
 
   /**
    * Moves a message forward to `status` (never back, and never out of read or failed), recording the
-   * provider's reason for a failure: one `message.status` per move. Answers whether it moved.
+   * provider's reason for a failure: one `message.status` per step it passes (`stepsOf`). The move is
+   * a compare-and-set on the status it starts from, so two reports applied at once cannot both
+   * announce the same step; the one that lost reads the status again. Answers whether it moved.
    */
   async function moveStatus(trx: Db, row: MessagesTable, status: MessageStatus, error: MessageError | null): Promise<boolean> {
-    const changes = { status, error: error === null ? row.error : JSON.stringify(error), updated_at: clock.now().toISOString() };
-    if (!(await store.advanceStatus(trx, row.id, predecessorsOf(status), changes))) return false;
-    await events.emit(trx, { type: 'message.status', organizationId: row.organization_id, connectionId: row.connection_id, object: toMessage({ ...row, ...changes }) });
-    return true;
+    let current: MessagesTable | undefined = row;
+    while (current && predecessorsOf(status).includes(current.status as MessageStatus)) {
+      const changes = { status, error: error === null ? current.error : JSON.stringify(error), updated_at: clock.now().toISOString() };
+      if (await store.advanceStatus(trx, current.id, [current.status], changes)) {
+        for (const step of stepsOf(current.status as MessageStatus, status)) {
+          const object = toMessage({ ...current, ...changes, status: step, error: step === status ? changes.error : current.error });
+          await events.emit(trx, { type: 'message.status', organizationId: current.organization_id, connectionId: current.connection_id, object });
+        }
+        return true;
+      }
+      current = await store.findById(trx, row.id);
+    }
+    return false;
   }
 
   /** Read receipts and typing indicators answer a customer's message; the provider call comes first. */
