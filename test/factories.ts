@@ -71,13 +71,10 @@ export async function addMember(server: TestServer, organizationId: string, role
   const email = `${role}-${randomBytes(4).toString('hex')}@example.com`;
   const password = 'correct horse battery staple';
   const { hashPassword } = await import('../src/lib/crypto.ts');
-  const member = await server.app.services.members.createUserAndMember(server.app.store.db, {
-    email,
-    name: null,
-    passwordHash: await hashPassword(password),
-    organizationId,
-    role,
-  });
+  const passwordHash = await hashPassword(password);
+  const member = await server.app.store.db
+    .transaction()
+    .execute((trx) => server.app.services.members.createUserAndMember(trx, { email, name: null, passwordHash, organizationId, role }));
   const login = await server.request('POST', '/auth/login', { body: { email, password } });
   assert.equal(login.status, 200, login.text);
   return { token: login.body.token, memberId: member.id };

@@ -104,7 +104,7 @@ describe('credentials that must be refused', () => {
 
   it('an expired OAuth token is credential_expired, a revoked one credential_revoked', async () => {
     const issue = () =>
-      server.app.services.oauthTokens.issue(server.app.store.db, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['messages:read'], ttlMs: DAY });
+      server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['messages:read'], ttlMs: DAY }));
     const expiring = await issue();
     assert.equal((await server.request('GET', '/v1/identity', { token: expiring.token })).status, 200);
     server.clock.advance(DAY);
@@ -116,15 +116,15 @@ describe('credentials that must be refused', () => {
 
   it('an OAuth token can never be given keys:write', async () => {
     await assert.rejects(
-      server.app.services.oauthTokens.issue(server.app.store.db, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['keys:write'], ttlMs: DAY }),
+      server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['keys:write'], ttlMs: DAY })),
       (error: Error & { code?: string }) => error.code === 'validation_failed',
     );
   });
 
   it('an OAuth token is refused where key management is', async () => {
-    const oauth = await server.app.services.oauthTokens.issue(server.app.store.db, {
+    const oauth = await server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, {
       organizationId: owner.organizationId, clientName: 'CRM', scopes: ['connections:read'], ttlMs: DAY,
-    });
+    }));
     assertError(await server.request('GET', '/v1/api-keys', { token: oauth.token }), 403, 'credential_kind_not_allowed');
   });
 });

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent, type Transaction } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { NodeSqliteDatabase } from './sqlite.ts';
@@ -8,7 +8,15 @@ import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 
+/** The root handle, or a transaction: what a store function runs its query on. */
 export type Db = Kysely<Database>;
+
+/**
+ * An open transaction. A function that must be part of its caller's transaction (an event, a job,
+ * an audit entry written with the change that causes it) takes this type, and the type checker
+ * refuses the root handle there: `isTransaction` is `true` on a transaction and `boolean` on `Db`.
+ */
+export type Trx = Transaction<Database>;
 
 export interface Store {
   db: Db;

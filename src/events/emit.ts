@@ -1,7 +1,5 @@
-import type { Db } from '../db/connect.ts';
+import type { Db, Trx } from '../db/connect.ts';
 import type { EventsTable } from '../db/schema.ts';
-import { webhookDelivery } from '../jobs/catalog.ts';
-import type { Queue } from '../jobs/queue.ts';
 import type { Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import { API_VERSION, type EventType } from './catalog.ts';
@@ -18,8 +16,15 @@ export interface EventInput {
   previousAttributes?: Record<string, unknown>;
 }
 
-/** Finds the endpoints that want an event: enabled, subscribed to its type, and of its connection if they name one. */
-export type FindSubscribers = (trx: Db, organizationId: string, type: EventType, connectionId: string | null) => Promise<string[]>;
+/**
+ * Reacts to an event inside the transaction that emitted it. A subscriber does cheap work there (a
+ * counter, a row that starts a run) and enqueues a job for anything slow; if it throws, the change
+ * that emitted the event rolls back with it, so a fact and its consequences never part.
+ */
+export type EventSubscriber = (trx: Trx, event: EventEnvelope) => Promise<void>;
+
+/** Every type of the catalogue: for subscribers that see the whole stream (webhook deliveries). */
+export const ALL_EVENTS = '*' as const;
 
 export function toEnvelope(row: EventsTable): EventEnvelope {
   return {
@@ -36,13 +41,23 @@ export function toEnvelope(row: EventsTable): EventEnvelope {
 }
 
 /**
- * Emitting an event writes it and one delivery job per subscribed endpoint in the caller's
- * transaction: if the change commits, its event will be delivered; if it rolls back, nothing is sent.
+ * The event stream inside the process. Emitting writes the event in the caller's transaction and
+ * runs its subscribers there: if the change commits, its event and everything its subscribers did
+ * commit with it (webhook deliveries queued, counters moved); if it rolls back, none of it happened.
+ * Modules learn each other's facts this way instead of being called by the module that made them.
  */
-export function createEventEmitter(deps: { store: EventsStore; queue: Queue; clock: Clock; findSubscribers: FindSubscribers }) {
-  const { store, queue, clock, findSubscribers } = deps;
+export function createEventEmitter(deps: { store: EventsStore; clock: Clock }) {
+  const { store, clock } = deps;
+  const subscribers = new Map<EventType | typeof ALL_EVENTS, EventSubscriber[]>();
+
   return {
-    async emit(trx: Db, input: EventInput): Promise<EventEnvelope> {
+    /** Subscribes to the listed types, or to every type with `ALL_EVENTS`; subscribers run in the order they subscribed. */
+    subscribe(types: readonly EventType[] | typeof ALL_EVENTS, subscriber: EventSubscriber): void {
+      const keys: readonly (EventType | typeof ALL_EVENTS)[] = types === ALL_EVENTS ? [ALL_EVENTS] : types;
+      for (const key of keys) subscribers.set(key, [...(subscribers.get(key) ?? []), subscriber]);
+    },
+
+    async emit(trx: Trx, input: EventInput): Promise<EventEnvelope> {
       if (input.previousAttributes !== undefined && !input.type.endsWith('.updated')) {
         throw new Error(`previous_attributes belong only on *.updated events, not ${input.type}`);
       }
@@ -57,10 +72,10 @@ export function createEventEmitter(deps: { store: EventsStore; queue: Queue; clo
         created_at: now.toISOString(),
       };
       await store.insert(trx, row);
-      for (const endpointId of await findSubscribers(trx, input.organizationId, input.type, input.connectionId)) {
-        await queue.enqueue(trx, webhookDelivery, { event_id: row.id, endpoint_id: endpointId });
-      }
-      return toEnvelope(row);
+      const event = toEnvelope(row);
+      for (const subscriber of subscribers.get(input.type) ?? []) await subscriber(trx, event);
+      for (const subscriber of subscribers.get(ALL_EVENTS) ?? []) await subscriber(trx, event);
+      return event;
     },
 
     async find(db: Db, organizationId: string, id: string): Promise<EventEnvelope | undefined> {
@@ -71,3 +86,6 @@ export function createEventEmitter(deps: { store: EventsStore; queue: Queue; clo
 }
 
 export type EventEmitter = ReturnType<typeof createEventEmitter>;
+
+/** What a module that announces facts needs: emitting, and nothing of who listens. */
+export type EventSink = Pick<EventEmitter, 'emit'>;

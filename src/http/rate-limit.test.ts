@@ -33,7 +33,7 @@ function refilledSince(startedAt: number, policy: BucketPolicy): number {
 }
 
 async function oauthToken(server: TestServer, organizationId: string): Promise<{ id: string; token: string }> {
-  return server.app.services.oauthTokens.issue(server.app.store.db, { organizationId, clientName: 'Test client', scopes: ['messages:read'], ttlMs: HOUR });
+  return server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId, clientName: 'Test client', scopes: ['messages:read'], ttlMs: HOUR }));
 }
 
 /** `count` identical requests sent at once, the way a client exhausts a bucket. */

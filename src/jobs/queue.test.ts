@@ -52,8 +52,8 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const { queue, worker, db } = setup();
     const seen: number[] = [];
     worker.register(Tick, async ({ n }) => void seen.push(n));
-    await queue.enqueue(db, Tick, { n: 1 });
-    const later = await queue.enqueue(db, Tick, { n: 2 }, { runAt: new Date(clock.now().getTime() + 60 * SECOND) });
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
+    const later = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 2 }, { runAt: new Date(clock.now().getTime() + 60 * SECOND) }));
     assert.equal(await worker.drain(), 1);
     assert.deepEqual(seen, [1]);
     clock.advance(60 * SECOND);
@@ -69,7 +69,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       calls++;
       throw new Error('receiver down');
     });
-    const id = await queue.enqueue(db, Tick, { n: 1 });
+    const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     await worker.drain();
     let job = await statusOf(id);
     assert.equal(job.status, 'queued');
@@ -93,7 +93,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       calls++;
       throw new JobError('gone for good', { retryable: false });
     });
-    const id = await queue.enqueue(db, Tick, { n: 1 });
+    const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     await worker.drain();
     assert.equal(calls, 1);
     assert.equal((await statusOf(id)).status, 'failed');
@@ -106,7 +106,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       aborted = true;
       resolve();
     })));
-    const id = await queue.enqueue(db, Tick, { n: 1 });
+    const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     await worker.drain();
     assert.equal(aborted, true);
     const job = await statusOf(id);
@@ -119,18 +119,18 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const seen: number[] = [];
     worker.register(Tick, async ({ n }) => void seen.push(n));
     const at = (s: number) => new Date(clock.now().getTime() + s * SECOND);
-    await queue.enqueue(db, Tick, { n: 1 }, { dedupeKey: 'window:ct_1:1', runAt: at(10) });
-    await queue.enqueue(db, Tick, { n: 2 }, { dedupeKey: 'window:ct_1:1', runAt: at(5) });
-    await queue.enqueue(db, Tick, { n: 3 }, { dedupeKey: 'window:ct_1:1', runAt: at(20), replace: true });
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }, { dedupeKey: 'window:ct_1:1', runAt: at(10) }));
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 2 }, { dedupeKey: 'window:ct_1:1', runAt: at(5) }));
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 3 }, { dedupeKey: 'window:ct_1:1', runAt: at(20), replace: true }));
     clock.advance(10 * SECOND);
     assert.equal(await worker.drain(), 0, 'moved to 20 s');
     clock.advance(10 * SECOND);
     await worker.drain();
     assert.deepEqual(seen, [3]);
-    await queue.enqueue(db, Tick, { n: 4 }, { dedupeKey: 'window:ct_1:1', replace: true });
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 4 }, { dedupeKey: 'window:ct_1:1', replace: true }));
     assert.equal(await worker.drain(), 0, 'a timer that fired never fires again');
-    await queue.enqueue(db, Tick, { n: 5 }, { dedupeKey: 'window:ct_2:1' });
-    assert.equal(await queue.cancel(db, 'window:ct_2:1'), true);
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 5 }, { dedupeKey: 'window:ct_2:1' }));
+    assert.equal(await db.transaction().execute((trx) => queue.cancel(trx, 'window:ct_2:1')), true);
     assert.equal(await worker.drain(), 0);
   });
 
@@ -138,7 +138,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const first = setup({ leaseMs: 30 * SECOND });
     let release!: () => void;
     first.worker.register(Tick, () => new Promise<void>((resolve) => (release = resolve)));
-    const id = await first.queue.enqueue(first.db, Tick, { n: 1 });
+    const id = await first.db.transaction().execute((trx) => first.queue.enqueue(trx, Tick, { n: 1 }));
     first.worker.start();
     while ((await statusOf(id)).status !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
 
@@ -161,7 +161,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('stopping hands unfinished jobs back at once, their attempt uncounted', async () => {
     const { queue, worker, db } = setup();
     worker.register(Tick, (_payload, context) => new Promise<void>((_, reject) => context.signal.addEventListener('abort', () => reject(new Error('aborted')))));
-    const id = await queue.enqueue(db, Tick, { n: 1 });
+    const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     worker.start();
     while ((await statusOf(id)).status !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
     await worker.stop(20);

@@ -1,5 +1,5 @@
 import { Value } from 'typebox/value';
-import type { Db } from '../db/connect.ts';
+import type { Trx } from '../db/connect.ts';
 import type { Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import type { JobDefinition, JobPayload } from './job.ts';
@@ -23,7 +23,7 @@ export interface EnqueueOptions {
 export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
   const { clock } = deps;
   return {
-    async enqueue<D extends JobDefinition>(trx: Db, definition: D, payload: JobPayload<D>, options: EnqueueOptions = {}): Promise<string> {
+    async enqueue<D extends JobDefinition>(trx: Trx, definition: D, payload: JobPayload<D>, options: EnqueueOptions = {}): Promise<string> {
       if (!Value.Check(definition.payload, payload)) {
         throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
       }
@@ -60,7 +60,7 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
     },
 
     /** Removes a job that is still waiting (a timer that no longer applies). */
-    async cancel(trx: Db, dedupeKey: string): Promise<boolean> {
+    async cancel(trx: Trx, dedupeKey: string): Promise<boolean> {
       const result = await trx.deleteFrom('jobs').where('dedupe_key', '=', dedupeKey).where('status', '=', 'queued').executeTakeFirst();
       return Number(result.numDeletedRows) > 0;
     },

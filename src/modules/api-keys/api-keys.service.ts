@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ApiKeysTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -69,20 +69,22 @@ function visibleTo(principal: Principal, row: ApiKeysTable | undefined): row is 
 const AUTH_CACHE_TTL_MS = 1000;
 const AUTH_CACHE_MAX = 10_000;
 
-export function createApiKeysService(deps: {
+export interface ApiKeysServiceDeps {
   db: Db;
   store: ApiKeysStore;
   clock: Clock;
-  audit: AuditEventsService;
-  connections: ConnectionsService;
-}) {
+  audit: Pick<AuditEventsService, 'record'>;
+  connections: Pick<ConnectionsService, 'findMany' | 'getForReference'>;
+}
+
+export function createApiKeysService(deps: ApiKeysServiceDeps) {
   const { db, store, clock, audit, connections } = deps;
   const authenticated = new Map<string, { principal: Principal; until: number }>();
   const forget = (keyId: string) => {
     for (const [hash, entry] of authenticated) if (entry.principal.credentialId === keyId) authenticated.delete(hash);
   };
 
-  async function insertKey(trx: Db, fields: Omit<ApiKeysTable, 'id' | 'key_hash' | 'key_hint' | 'created_at' | 'revoked_at' | 'rotated_to_key_id'>) {
+  async function insertKey(trx: Trx, fields: Omit<ApiKeysTable, 'id' | 'key_hash' | 'key_hint' | 'created_at' | 'revoked_at' | 'rotated_to_key_id'>) {
     const now = clock.now();
     const minted = mintKey(fields.kind as ApiKeyKind, fields.mode as Mode);
     const row: ApiKeysTable = {

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { AuditEventsTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -49,7 +49,7 @@ export function createAuditEventsService(deps: { db: Db; store: AuditEventsStore
   const { db, store, clock } = deps;
   return {
     /** Writes one audit entry inside the caller's transaction, so the change and its record stand or fall together. */
-    async record(trx: Db, by: Actor | SystemActor, entry: AuditEntry): Promise<void> {
+    async record(trx: Trx, by: Actor | SystemActor, entry: AuditEntry): Promise<void> {
       const now = clock.now();
       const principal = 'system' in by ? null : by.principal;
       const actor = principal ? actorOf(principal) : { type: 'system' as const, id: null };

@@ -5,14 +5,14 @@
  */
 import type { Db } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { HttpServer } from '../../http/server.ts';
+import type { Module } from '../module.ts';
 import { registerAuditEventsRoutes } from './audit-events.routes.ts';
-import { createAuditEventsService } from './audit-events.service.ts';
+import { createAuditEventsService, type AuditEventsService } from './audit-events.service.ts';
 import { createAuditEventsStore } from './audit-events.store.ts';
 
-export function createAuditEventsModule(deps: { db: Db; clock: Clock }) {
+export function createAuditEventsModule(deps: { db: Db; clock: Clock }): Module<AuditEventsService> {
   const service = createAuditEventsService({ ...deps, store: createAuditEventsStore() });
-  return { service, registerRoutes: (app: HttpServer) => registerAuditEventsRoutes(app, service) };
+  return { name: 'audit-events', service, routes: (server) => registerAuditEventsRoutes(server, service) };
 }
 
 export type { AuditEventsService, SystemActor } from './audit-events.service.ts';

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import type { DashboardSessionsTable } from '../../db/schema.ts';
 import { DAY, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../lib/crypto.ts';
@@ -31,14 +31,16 @@ export interface IssuedSession {
 // Verifying against this when the email is unknown keeps "no such account" as slow as "wrong password".
 const UNKNOWN_USER_HASH = await hashPassword(randomToken());
 
-export function createAuthService(deps: {
+export interface AuthServiceDeps {
   db: Db;
   store: AuthStore;
   clock: Clock;
-  organizations: OrganizationsService;
-  members: MembersService;
-  audit: AuditEventsService;
-}) {
+  organizations: Pick<OrganizationsService, 'create' | 'get'>;
+  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findUserByEmail' | 'listMembershipsOfUser'>;
+  audit: Pick<AuditEventsService, 'record'>;
+}
+
+export function createAuthService(deps: AuthServiceDeps) {
   const { db, store, clock, organizations, members, audit } = deps;
 
   function newTokens(now: Date) {
@@ -67,7 +69,7 @@ export function createAuthService(deps: {
     throw new AppError('credential_revoked', 'The refresh token had already been used, so the session was ended as a precaution: log in again.');
   }
 
-  async function openSession(trx: Db, member: Member, organization: Organization): Promise<IssuedSession> {
+  async function openSession(trx: Trx, member: Member, organization: Organization): Promise<IssuedSession> {
     const now = clock.now();
     const tokens = newTokens(now);
     const refreshExpiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_MS);

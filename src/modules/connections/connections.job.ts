@@ -1,8 +1,10 @@
 import { connectionOnboard, connectionOnboardingDeadline } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { ConnectionsService } from './connections.service.ts';
 
-export function registerConnectionsJobs(worker: Worker, service: ConnectionsService): void {
-  worker.register(connectionOnboard, (payload) => service.requestHistory(payload.connection_id));
-  worker.register(connectionOnboardingDeadline, (payload) => service.onboardingDeadline(payload.connection_id));
+export function connectionsJobs(service: ConnectionsService): JobRegistration[] {
+  return [
+    handleJob(connectionOnboard, (payload) => service.requestHistory(payload.connection_id)),
+    handleJob(connectionOnboardingDeadline, (payload) => service.onboardingDeadline(payload.connection_id)),
+  ];
 }

@@ -3,6 +3,7 @@ import { toPageRequest } from '../../http/list-query.ts';
 import { PathId } from '../../http/schemas.ts';
 import type { HttpServer } from '../../http/server.ts';
 import { ConnectBody, ConnectionListQuery, ConnectionListSchema, ConnectionSchema, ReauthoriseBody, UpdateConnectionBody } from './connections.schemas.ts';
+import type { TemplatesService } from '../templates/index.ts';
 import type { ConnectionsService } from './connections.service.ts';
 
 const tags = ['Connections'];
@@ -11,7 +12,11 @@ const write: Access = { scope: 'connections:write' };
 // A connection key is bound to one existing number: connecting or re-authorising numbers is the organization's business.
 const manage: Access = { scope: 'connections:write', credentials: ['dashboard_token', 'organization_key', 'oauth_token'] };
 
-export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsService): void {
+/**
+ * The sync endpoint reads the number again (this module) and then its account's templates (the
+ * templates module, which is built on this one and so cannot be one of its service's dependencies).
+ */
+export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsService, templates: Pick<TemplatesService, 'syncConnection'>): void {
   app.get('/v1/connections', {
     config: { access: read },
     schema: { tags, summary: 'List connections', querystring: ConnectionListQuery, response: { 200: ConnectionListSchema } },
@@ -53,7 +58,12 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
   app.post('/v1/connections/:id/sync', {
     config: { access: write },
     schema: { tags, summary: "Read the number's state from the provider again", params: PathId('connection'), response: { 200: ConnectionSchema } },
-    handler: async (request) => service.sync({ principal: requirePrincipal(request), requestId: request.id }, request.params.id),
+    handler: async (request) => {
+      const actor = { principal: requirePrincipal(request), requestId: request.id };
+      const connection = await service.sync(actor, request.params.id);
+      await templates.syncConnection(actor, connection.id);
+      return connection;
+    },
   });
 
   app.post('/v1/connections/:id/reauthorise', {

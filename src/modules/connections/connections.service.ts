@@ -1,8 +1,8 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { toBoolean } from '../../db/dialect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ConnectionsTable } from '../../db/schema.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { EventSink } from '../../events/emit.ts';
 import type { EventType } from '../../events/catalog.ts';
 import { connectionOnboard, connectionOnboardingDeadline } from '../../jobs/catalog.ts';
 import { JobError } from '../../jobs/job.ts';
@@ -15,7 +15,6 @@ import { mergeMetadata } from '../../lib/metadata.ts';
 import { isProviderError, providerErrorToAppError, type PhoneNumberInfo, type Provider, type ProviderCredentials, type ProviderError } from '../../provider/provider.ts';
 import { THROUGHPUT_PER_SECOND } from '../../provider/pacing.ts';
 import type { AuditEventsService, SystemActor } from '../audit-events/index.ts';
-import type { TemplatesService } from '../templates/index.ts';
 import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
 import {
   QUALITY_RATINGS,
@@ -128,16 +127,15 @@ export interface ConnectionsServiceDeps {
   db: Db;
   store: ConnectionsStore;
   clock: Clock;
-  audit: AuditEventsService;
-  events: EventEmitter;
+  audit: Pick<AuditEventsService, 'record'>;
+  events: EventSink;
   queue: Queue;
-  secrets: SecretBox;
+  secrets: Pick<SecretBox, 'seal' | 'open'>;
   provider: Provider;
-  templates: TemplatesService;
 }
 
 export function createConnectionsService(deps: ConnectionsServiceDeps) {
-  const { db, store, clock, audit, events, queue, secrets, provider, templates } = deps;
+  const { db, store, clock, audit, events, queue, secrets, provider } = deps;
 
   /** Resolves a connection the caller may address: tenant, connection key and mode rules in one place. */
   /** `param` names the field that held the id, when it is not the path's own. */
@@ -184,14 +182,14 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     }
   }
 
-  async function emit(trx: Db, type: EventType, row: ConnectionsTable): Promise<Connection> {
+  async function emit(trx: Trx, type: EventType, row: ConnectionsTable): Promise<Connection> {
     const connection = toConnection(row);
     await events.emit(trx, { type, organizationId: row.organization_id, connectionId: row.id, object: connection });
     return connection;
   }
 
   /** Applies changes to a row inside `trx` and returns the row as it now stands. */
-  async function change(trx: Db, row: ConnectionsTable, changes: ConnectionChanges): Promise<ConnectionsTable> {
+  async function change(trx: Trx, row: ConnectionsTable, changes: ConnectionChanges): Promise<ConnectionsTable> {
     const next = { ...row, ...changes, updated_at: clock.now().toISOString() };
     await store.update(trx, row.id, { ...changes, updated_at: next.updated_at });
     return next;
@@ -230,13 +228,13 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     });
   }
 
-  async function updateOnboarding(trx: Db, row: ConnectionsTable, update: (onboarding: StoredOnboarding) => StoredOnboarding): Promise<ConnectionsTable> {
+  async function updateOnboarding(trx: Trx, row: ConnectionsTable, update: (onboarding: StoredOnboarding) => StoredOnboarding): Promise<ConnectionsTable> {
     const onboarding = JSON.parse(row.onboarding ?? 'null') as StoredOnboarding | null;
     if (onboarding === null) return row;
     return change(trx, row, { onboarding: JSON.stringify(update(onboarding)) });
   }
 
-  async function failOnboarding(trx: Db, row: ConnectionsTable, reason: string): Promise<void> {
+  async function failOnboarding(trx: Trx, row: ConnectionsTable, reason: string): Promise<void> {
     const next = await updateOnboarding(trx, row, (onboarding) => ({ ...onboarding, status: 'failed', failure_reason: reason }));
     await emit(trx, 'onboarding.failed', next);
   }
@@ -340,15 +338,14 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     },
 
     /**
-     * Reads the number's state from the provider again (quality, messaging limit, throughput, name)
-     * and its account's templates.
+     * Reads the number's state from the provider again (quality, messaging limit, throughput, name).
+     * The sync endpoint then reads the account's templates through the templates module.
      */
     async sync(actor: Actor, id: string): Promise<Connection> {
       const row = await getRow(db, actor.principal, id);
       if (row.status === 'disconnected') throw new AppError('connection_inactive', 'The connection was disconnected.');
       if (row.status === 'needs_reauth') throw new AppError('connection_needs_reauth');
       const refreshed = await refreshNumber(row);
-      await callProvider(refreshed, () => templates.sync({ connectionId: row.id, organizationId: row.organization_id, credentials: credentialsOf(refreshed) }));
       return toConnection(refreshed);
     },
 
@@ -496,7 +493,7 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     },
 
     /** One chunk of imported history arrived (its messages already stored in `trx`). */
-    async historyImported(trx: Db, connectionId: string, chunk: { progress: number | undefined; messages: number; failure: string | undefined }): Promise<void> {
+    async historyImported(trx: Trx, connectionId: string, chunk: { progress: number | undefined; messages: number; failure: string | undefined }): Promise<void> {
       const row = await store.findById(trx, connectionId);
       if (!row || row.onboarding === null) return;
       const before = JSON.parse(row.onboarding) as StoredOnboarding;

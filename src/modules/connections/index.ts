@@ -4,19 +4,27 @@
  * its state as the provider reports it (quality, messaging limit, throughput, re-authorisation),
  * coexistence onboarding, and the rule of which credential may address which connection.
  */
-import type { Worker } from '../../jobs/worker.ts';
 import type { HttpServer } from '../../http/server.ts';
-import { registerConnectionsJobs } from './connections.job.ts';
+import type { Module } from '../module.ts';
+import type { TemplatesService } from '../templates/index.ts';
+import { connectionsJobs } from './connections.job.ts';
 import { registerConnectionsRoutes } from './connections.routes.ts';
-import { createConnectionsService, type ConnectionsServiceDeps } from './connections.service.ts';
+import { createConnectionsService, type ConnectionsService, type ConnectionsServiceDeps } from './connections.service.ts';
 import { createConnectionsStore } from './connections.store.ts';
 
+/**
+ * Templates are built on connections (they reach the provider through a connection's access), yet
+ * the sync endpoint reads them too: the endpoints join once the templates module exists.
+ */
 export function createConnectionsModule(deps: Omit<ConnectionsServiceDeps, 'store'>) {
   const service = createConnectionsService({ ...deps, store: createConnectionsStore() });
+  const module: Module<ConnectionsService> = { name: 'connections', service, jobs: connectionsJobs(service) };
   return {
-    service,
-    registerRoutes: (app: HttpServer) => registerConnectionsRoutes(app, service),
-    registerJobs: (worker: Worker) => registerConnectionsJobs(worker, service),
+    ...module,
+    withEndpoints: (templates: Pick<TemplatesService, 'syncConnection'>): Module<ConnectionsService> => ({
+      ...module,
+      routes: (server: HttpServer) => registerConnectionsRoutes(server, service, templates),
+    }),
   };
 }
 

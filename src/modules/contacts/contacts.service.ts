@@ -1,8 +1,8 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ContactConsentsTable, ContactsTable } from '../../db/schema.ts';
 import { changedAttributes } from '../../events/envelope.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { EventSink } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -69,10 +69,10 @@ export interface ContactsServiceDeps {
   db: Db;
   store: ContactsStore;
   clock: Clock;
-  events: EventEmitter;
-  audit: AuditEventsService;
-  conversations: ConversationsService;
-  connections: ConnectionsService;
+  events: EventSink;
+  audit: Pick<AuditEventsService, 'record'>;
+  conversations: Pick<ConversationsService, 'latestWindow' | 'mergeContact' | 'windowOf'>;
+  connections: Pick<ConnectionsService, 'getForReference'>;
 }
 
 export function createContactsService(deps: ContactsServiceDeps) {
@@ -87,7 +87,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
     return row;
   }
 
-  async function lockRow(trx: Db, principal: Principal, id: string, param?: string): Promise<ContactsTable> {
+  async function lockRow(trx: Trx, principal: Principal, id: string, param?: string): Promise<ContactsTable> {
     const row = await store.lock(trx, principal.organizationId, id);
     if (!row) throw missing(id, param);
     return row;
@@ -98,7 +98,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
    * if it had one, so deleting a contact never makes a number that opted out reachable again. The
    * row is inserted only if no live contact holds the number; answers null when one does.
    */
-  async function insertNew(trx: Db, input: { organizationId: string; phoneNumber: string; name: string | null; email: string | null; profileName: string | null; metadata: Record<string, unknown> }): Promise<ContactsTable | null> {
+  async function insertNew(trx: Trx, input: { organizationId: string; phoneNumber: string; name: string | null; email: string | null; profileName: string | null; metadata: Record<string, unknown> }): Promise<ContactsTable | null> {
     const now = clock.now();
     const deleted = await store.findLastDeleted(trx, input.organizationId, input.phoneNumber);
     const optedOut = deleted?.marketing_consent === 'opted_out' ? deleted : undefined;
@@ -141,7 +141,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
    * summary stays, so that a number that opted out stays opted out (see `insertNew`). With no
    * `contact.deleted` in the catalogue, receivers learn of it from a `contact.updated` with `deleted: true`.
    */
-  async function softDelete(trx: Db, actor: Actor, row: ContactsTable, mergedInto: string | null): Promise<void> {
+  async function softDelete(trx: Trx, actor: Actor, row: ContactsTable, mergedInto: string | null): Promise<void> {
     const now = clock.now().toISOString();
     const changes = { ...ERASED, deleted_at: now, updated_at: now };
     await store.update(trx, row.id, changes);
@@ -184,7 +184,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
      * As `getForReference`, holding the contact until the transaction ends: a message filed under it
      * waits for a merge or a delete in progress, and a deleted contact is not found.
      */
-    async lockForReference(trx: Db, principal: Principal, id: string, param: string): Promise<Contact> {
+    async lockForReference(trx: Trx, principal: Principal, id: string, param: string): Promise<Contact> {
       return toContact(await lockRow(trx, principal, id, param));
     },
 
@@ -370,7 +370,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
      * a new profile name is recorded (`contact.updated`). A number whose contact was deleted gets a
      * new contact. `connectionId` only labels the events.
      */
-    async findOrCreateForInbound(trx: Db, input: { organizationId: string; connectionId: string; waId: string; profileName: string | undefined; at: Date }): Promise<Contact> {
+    async findOrCreateForInbound(trx: Trx, input: { organizationId: string; connectionId: string; waId: string; profileName: string | undefined; at: Date }): Promise<Contact> {
       const phoneNumber = `+${input.waId}`;
       // Most messages come from known customers: one locking read, and nothing else unless the name
       // changed. The lock makes a merge of this contact wait for the message, or the message wait for

@@ -4,14 +4,14 @@
  * (every opt-in and opt-out kept, the latest deciding), soft deletion (messages and conversations
  * keep their contact), and the contact behind each inbound message, created on a number's first one.
  */
-import type { HttpServer } from '../../http/server.ts';
+import type { Module } from '../module.ts';
 import { registerContactsRoutes } from './contacts.routes.ts';
-import { createContactsService, type ContactsServiceDeps } from './contacts.service.ts';
+import { createContactsService, type ContactsService, type ContactsServiceDeps } from './contacts.service.ts';
 import { createContactsStore } from './contacts.store.ts';
 
-export function createContactsModule(deps: Omit<ContactsServiceDeps, 'store'>) {
+export function createContactsModule(deps: Omit<ContactsServiceDeps, 'store'>): Module<ContactsService> {
   const service = createContactsService({ ...deps, store: createContactsStore() });
-  return { service, registerRoutes: (app: HttpServer) => registerContactsRoutes(app, service) };
+  return { name: 'contacts', service, routes: (server) => registerContactsRoutes(server, service) };
 }
 
 export type { ContactsService } from './contacts.service.ts';

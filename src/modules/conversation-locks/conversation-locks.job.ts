@@ -1,7 +1,9 @@
 import { conversationLockExpire } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { ConversationLocksService } from './conversation-locks.service.ts';
 
-export function registerConversationLocksJobs(worker: Worker, service: ConversationLocksService): void {
-  worker.register(conversationLockExpire, (payload) => service.expire(payload.lock_id, payload.ends_at));
+export function conversationLocksJobs(service: ConversationLocksService): JobRegistration[] {
+  return [
+    handleJob(conversationLockExpire, (payload) => service.expire(payload.lock_id, payload.ends_at)),
+  ];
 }

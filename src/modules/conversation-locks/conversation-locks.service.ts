@@ -1,6 +1,6 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import type { ConversationLocksTable } from '../../db/schema.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { EventSink } from '../../events/emit.ts';
 import { conversationLockExpire } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import { SECOND, type Clock } from '../../lib/clock.ts';
@@ -93,9 +93,9 @@ export interface ConversationLocksServiceDeps {
   db: Db;
   store: ConversationLocksStore;
   clock: Clock;
-  events: EventEmitter;
+  events: EventSink;
   queue: Queue;
-  conversations: ConversationsService;
+  conversations: Pick<ConversationsService, 'getForReference'>;
   members: Pick<MembersService, 'find'>;
 }
 
@@ -118,12 +118,12 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
     return (await members.find(row.organization_id, row.holder_member_id, executor)) === undefined ? 'released' : 'live';
   }
 
-  async function announce(trx: Db, row: Row): Promise<void> {
+  async function announce(trx: Trx, row: Row): Promise<void> {
     await events.emit(trx, { type: 'conversation.lock_changed', organizationId: row.organization_id, connectionId: row.connection_id, object: toLock(row) });
   }
 
   /** Moves the lease's timer from the deadline it had (null: none yet) to the one it has now. */
-  async function rearm(trx: Db, from: string | null, row: Row): Promise<void> {
+  async function rearm(trx: Trx, from: string | null, row: Row): Promise<void> {
     if (from === row.idle_expires_at) return;
     if (from !== null) await queue.cancel(trx, timerKey(row.id, from));
     await queue.enqueue(trx, conversationLockExpire, { lock_id: row.id, ends_at: row.idle_expires_at }, {
@@ -131,14 +131,14 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
     });
   }
 
-  async function change(trx: Db, row: Row, changes: LockChanges): Promise<Row> {
+  async function change(trx: Trx, row: Row, changes: LockChanges): Promise<Row> {
     const next = { ...row, ...changes, updated_at: clock.now().toISOString() };
     await store.update(trx, row.id, { ...changes, updated_at: next.updated_at });
     return next;
   }
 
   /** Ends a held lease and announces it. A deadline passed ends it at that deadline, not when noticed. */
-  async function end(trx: Db, row: Row, ending: Ending): Promise<Row> {
+  async function end(trx: Trx, row: Row, ending: Ending): Promise<Row> {
     const endedAt = ending === 'released' ? clock.now().toISOString() : row.idle_expires_at;
     const ended = await change(trx, row, { status: ending, last_change: ending, ended_at: endedAt });
     // The timer that is running this (if it is) is no longer queued, and is left alone.
@@ -151,7 +151,7 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
    * The conversation's lease, locked, for a change: a lease that no longer binds is ended first (and
    * announced) and the conversation answered as free.
    */
-  async function current(trx: Db, conversationId: string): Promise<Row | undefined> {
+  async function current(trx: Trx, conversationId: string): Promise<Row | undefined> {
     const row = await store.lockHeld(trx, conversationId);
     if (!row) return undefined;
     const state = await standing(trx, row);
@@ -161,7 +161,7 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
   }
 
   /** The lease the caller holds, locked: refused when the conversation is free or someone else holds it. */
-  async function heldBy(trx: Db, principal: Principal, conversationId: string): Promise<Row> {
+  async function heldBy(trx: Trx, principal: Principal, conversationId: string): Promise<Row> {
     await conversations.getForReference(trx, principal, conversationId);
     const row = await current(trx, conversationId);
     if (!row) throw notLocked(conversationId);
@@ -169,7 +169,7 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
     return row;
   }
 
-  async function renew(trx: Db, held: Row, input: AcquireLockInput): Promise<Row> {
+  async function renew(trx: Trx, held: Row, input: AcquireLockInput): Promise<Row> {
     const { ttl, idle } = periodsOf(input, held);
     const next = await change(trx, held, { ...leaseFrom(clock.now(), ttl, idle), last_change: 'renewed' });
     await rearm(trx, held.idle_expires_at, next);
@@ -177,7 +177,7 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
   }
 
   /** Answers null when another transaction took the conversation first. */
-  async function acquireFree(trx: Db, principal: Principal, conversation: Conversation, input: AcquireLockInput): Promise<Row | null> {
+  async function acquireFree(trx: Trx, principal: Principal, conversation: Conversation, input: AcquireLockInput): Promise<Row | null> {
     const { ttl, idle } = periodsOf(input, undefined);
     const now = clock.now();
     const row: Row = {
@@ -231,7 +231,7 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
      * (`released`, announced), in the merge's transaction, so that no holder is left believing they
      * hold a conversation that no longer exists.
      */
-    async endWithConversation(trx: Db, conversationId: string): Promise<void> {
+    async endWithConversation(trx: Trx, conversationId: string): Promise<void> {
       const held = await current(trx, conversationId);
       if (held) await end(trx, held, 'released');
     },

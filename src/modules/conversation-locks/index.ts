@@ -5,19 +5,24 @@
  * goes idle, the `conversation.lock_changed` and `conversation.lock_requested` events, and the check
  * the send pipeline makes (`assertMaySend`) so that nobody but the holder writes into a locked one.
  */
-import type { HttpServer } from '../../http/server.ts';
-import type { Worker } from '../../jobs/worker.ts';
-import { registerConversationLocksJobs } from './conversation-locks.job.ts';
+import type { ConversationsService } from '../conversations/index.ts';
+import type { Module } from '../module.ts';
+import { conversationLocksJobs } from './conversation-locks.job.ts';
 import { registerConversationLocksRoutes } from './conversation-locks.routes.ts';
-import { createConversationLocksService, type ConversationLocksServiceDeps } from './conversation-locks.service.ts';
+import { createConversationLocksService, type ConversationLocksService, type ConversationLocksServiceDeps } from './conversation-locks.service.ts';
 import { createConversationLocksStore } from './conversation-locks.store.ts';
 
-export function createConversationLocksModule(deps: Omit<ConversationLocksServiceDeps, 'store'>) {
+/** A lease on a conversation that a merge folds away ends with it. */
+export function createConversationLocksModule(
+  deps: Omit<ConversationLocksServiceDeps, 'store' | 'conversations'> & { conversations: Pick<ConversationsService, 'getForReference' | 'onFold'> },
+): Module<ConversationLocksService> {
   const service = createConversationLocksService({ ...deps, store: createConversationLocksStore() });
+  deps.conversations.onFold((trx, from) => service.endWithConversation(trx, from));
   return {
+    name: 'conversation-locks',
     service,
-    registerRoutes: (app: HttpServer) => registerConversationLocksRoutes(app, service),
-    registerJobs: (worker: Worker) => registerConversationLocksJobs(worker, service),
+    routes: (server) => registerConversationLocksRoutes(server, service),
+    jobs: conversationLocksJobs(service),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationNotesTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -61,7 +61,7 @@ export function createConversationNotesService(deps: ConversationNotesServiceDep
     },
 
     /** For a contact merge: the folded conversation's notes join the one it was folded into. */
-    async move(trx: Db, fromConversationId: string, toConversationId: string): Promise<void> {
+    async move(trx: Trx, fromConversationId: string, toConversationId: string): Promise<void> {
       await store.move(trx, fromConversationId, toConversationId);
     },
   };

@@ -15,6 +15,7 @@ import {
   TagPath,
   UpdateConversationBody,
 } from './conversations.schemas.ts';
+import { embedConversationRelations, type ConversationRelations } from './conversation-relations.ts';
 import type { ConversationsService } from './conversations.service.ts';
 
 const tags = ['Conversations'];
@@ -23,20 +24,28 @@ const write: Access = { scope: 'messages:write' };
 const params = PathId('conversation');
 const response = { 200: ConversationSchema };
 
-export function registerConversationsRoutes(app: HttpServer, service: ConversationsService): void {
+export function registerConversationsRoutes(app: HttpServer, service: ConversationsService, relations: ConversationRelations): void {
   app.get('/v1/conversations', {
     config: { access: read },
     schema: { tags, summary: 'List conversations', querystring: ConversationListQuery, response: { 200: ConversationListSchema } },
     handler: async (request) => {
       const { state, assignee, tag, connection_id: connectionId, contact_id: contactId, window, expand, ...list } = request.query;
-      return service.list(requirePrincipal(request), { state, assignee, tag, connectionId, contactId, window }, toPageRequest(list), parseExpand(expand, CONVERSATION_RELATIONS));
+      const principal = requirePrincipal(request);
+      const relationNames = parseExpand(expand, CONVERSATION_RELATIONS);
+      const page = await service.list(principal, { state, assignee, tag, connectionId, contactId, window }, toPageRequest(list));
+      return { ...page, data: await embedConversationRelations(principal, page.data, relationNames, relations) };
     },
   });
 
   app.get('/v1/conversations/:id', {
     config: { access: read },
     schema: { tags, summary: 'Get a conversation', params, querystring: ConversationGetQuery, response },
-    handler: async (request) => service.get(requirePrincipal(request), request.params.id, parseExpand(request.query.expand, CONVERSATION_RELATIONS)),
+    handler: async (request) => {
+      const principal = requirePrincipal(request);
+      const relationNames = parseExpand(request.query.expand, CONVERSATION_RELATIONS);
+      const [conversation] = await embedConversationRelations(principal, [await service.get(principal, request.params.id)], relationNames, relations);
+      return conversation!;
+    },
   });
 
   app.patch('/v1/conversations/:id', {

@@ -1,15 +1,14 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 import { changedAttributes } from '../../events/envelope.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { EventSink } from '../../events/emit.ts';
 import { conversationWindowExpiring } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import { HOUR, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { mergeMetadata, METADATA_MAX_KEYS } from '../../lib/metadata.ts';
-import { embedRelations } from '../../lib/relations.ts';
 import { connectionScopeOf, type Principal } from '../credentials/principal.ts';
 import type { MembersService } from '../members/index.ts';
 import {
@@ -102,15 +101,10 @@ function fold(kept: ConversationsTable, folded: ConversationsTable, now: string)
 }
 
 /**
- * What `expand` embeds, loaded by the modules that own it. Bound late (see app.ts): contacts and
- * messages are built on this module, so it cannot import them.
+ * Moves what another module keeps per conversation (notes, locks) when a merge folds `from` into
+ * `to`: run in the merge's transaction, before `from` is deleted.
  */
-export interface ConversationRelations {
-  /** Live contacts by id, as their GET shows them. */
-  contacts(principal: Principal, ids: string[]): Promise<Map<string, unknown>>;
-  /** The newest message of each conversation, by conversation id. */
-  lastMessages(conversationIds: string[]): Promise<Map<string, unknown>>;
-}
+export type FoldListener = (trx: Trx, fromConversationId: string, toConversationId: string) => Promise<void>;
 
 export interface ListConversationsFilters {
   state?: ConversationState | undefined;
@@ -126,19 +120,15 @@ export interface ConversationsServiceDeps {
   db: Db;
   store: ConversationsStore;
   clock: Clock;
-  events: EventEmitter;
+  events: EventSink;
   queue: Queue;
   members: Pick<MembersService, 'find'>;
-  relations: () => ConversationRelations;
-  /**
-   * A merge folds `from` into `to`: what other modules keep per conversation (notes, locks) moves
-   * here, in the merge's transaction, before `from` is deleted.
-   */
-  onFold: (trx: Db, fromConversationId: string, toConversationId: string) => Promise<void>;
 }
 
 export function createConversationsService(deps: ConversationsServiceDeps) {
-  const { db, store, clock, events, queue, members, relations, onFold } = deps;
+  const { db, store, clock, events, queue, members } = deps;
+  // Modules built on this one (notes, locks) register what they move when threads fold together.
+  const foldListeners: FoldListener[] = [];
 
   function windowFrom(lastInboundAt: string | null): Window {
     const expiresAt = expiryOf(lastInboundAt);
@@ -146,7 +136,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
   }
 
   /** Moves the conversation's warning timer from the closing time `from` to the one it now has. */
-  async function moveWarning(trx: Db, row: ConversationsTable, from: string | null): Promise<void> {
+  async function moveWarning(trx: Trx, row: ConversationsTable, from: string | null): Promise<void> {
     const to = expiryOf(row.last_inbound_at);
     if (to === from) return;
     if (from !== null) await queue.cancel(trx, warningKey(row.id, from));
@@ -157,7 +147,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
     });
   }
 
-  async function emitUpdated(trx: Db, organizationId: string, before: ConversationsTable, after: ConversationsTable): Promise<void> {
+  async function emitUpdated(trx: Trx, organizationId: string, before: ConversationsTable, after: ConversationsTable): Promise<void> {
     await events.emit(trx, {
       type: 'conversation.updated', organizationId, connectionId: after.connection_id,
       object: toConversation(after), previousAttributes: changedAttributes(toConversation(before), toConversation(after)),
@@ -174,7 +164,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
   }
 
   /** A conversation the caller may see, held until the transaction ends; one a merge folded meanwhile is not found. */
-  async function lockVisible(trx: Db, principal: Principal, id: string, param?: string): Promise<ConversationsTable> {
+  async function lockVisible(trx: Trx, principal: Principal, id: string, param?: string): Promise<ConversationsTable> {
     const row = (await store.find(trx, connectionScopeOf(principal), id)) && (await store.lockById(trx, id));
     if (!row) throw missing(id, param);
     return row;
@@ -184,7 +174,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
    * Writes what changed and announces it; a change that changes nothing writes nothing and emits
    * nothing. `write` does what the change needs beside the row (tag rows), only when it changes.
    */
-  async function apply(trx: Db, row: ConversationsTable, changes: ConversationChanges, write?: () => Promise<void>): Promise<Conversation> {
+  async function apply(trx: Trx, row: ConversationsTable, changes: ConversationChanges, write?: () => Promise<void>): Promise<Conversation> {
     const before = toConversation(row);
     if (Object.keys(changedAttributes(before, toConversation({ ...row, ...changes }))).length === 0) return before;
     const next = { ...row, ...changes, updated_at: clock.now().toISOString() };
@@ -195,42 +185,31 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
   }
 
   /** One change of a conversation the caller may see, in its own transaction. */
-  function change(principal: Principal, id: string, decide: (trx: Db, row: ConversationsTable) => Promise<Conversation>): Promise<Conversation> {
+  function change(principal: Principal, id: string, decide: (trx: Trx, row: ConversationsTable) => Promise<Conversation>): Promise<Conversation> {
     return db.transaction().execute(async (trx) => decide(trx, await lockVisible(trx, principal, id)));
-  }
-
-  async function withRelations(principal: Principal, items: Conversation[], expand: readonly string[]): Promise<Conversation[]> {
-    if (expand.length === 0) return items;
-    const { contacts, lastMessages } = relations();
-    return embedRelations(items, expand, {
-      contact: { key: (conversation) => conversation.contact_id, load: (ids) => contacts(principal, ids) },
-      last_message: { key: (conversation) => conversation.id, load: (ids) => lastMessages(ids) },
-    });
   }
 
   return {
     /** A conversation the caller may see; another organization's, or one of a connection it cannot see, is not found. */
-    async get(principal: Principal, id: string, expand: readonly string[] = []): Promise<Conversation> {
-      const [conversation] = await withRelations(principal, [await getForReference(db, principal, id)], expand);
-      return conversation!;
+    async get(principal: Principal, id: string): Promise<Conversation> {
+      return getForReference(db, principal, id);
     },
 
     getForReference,
 
     /** As `getForReference`, holding the conversation until the transaction ends, so that a merge cannot fold it away meanwhile. */
-    async lockForReference(trx: Db, principal: Principal, id: string, param?: string): Promise<Conversation> {
+    async lockForReference(trx: Trx, principal: Principal, id: string, param?: string): Promise<Conversation> {
       return toConversation(await lockVisible(trx, principal, id, param));
     },
 
     /** A filter naming another organization's (or an invisible) object simply matches nothing. */
-    async list(principal: Principal, filters: ListConversationsFilters, page: PageRequest, expand: readonly string[] = []): Promise<Page<Conversation>> {
+    async list(principal: Principal, filters: ListConversationsFilters, page: PageRequest): Promise<Page<Conversation>> {
       const { assignee, window, ...rest } = filters;
-      const conversations = mapPage(await store.list(db, connectionScopeOf(principal), {
+      return mapPage(await store.list(db, connectionScopeOf(principal), {
         ...rest,
         assigneeId: assignee === 'none' ? null : assignee,
         window: window === undefined ? undefined : { open: window === 'open', since: new Date(clock.now().getTime() - WINDOW_MS).toISOString() },
       }, page), toConversation);
-      return { ...conversations, data: await withRelations(principal, conversations.data, expand) };
     },
 
     /** `state` replaces; `metadata` is merged (a key sent as null is removed). */
@@ -278,7 +257,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
      * The owner answered from the business app (coexistence): the app has the conversation now, so
      * automations and agents stand back until someone takes it again with `/control`.
      */
-    async handToApp(trx: Db, conversationId: string): Promise<void> {
+    async handToApp(trx: Trx, conversationId: string): Promise<void> {
       const row = await store.lockById(trx, conversationId);
       if (row) await apply(trx, row, { control: 'app' });
     },
@@ -289,7 +268,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
      * window, and with it the warning timer. Imported history moves no clock and reopens nothing.
      * The thread's row is locked, so concurrent messages cannot move its clocks backwards.
      */
-    async recordMessage(trx: Db, input: { organizationId: string; connectionId: string; contactId: string; at: Date; inbound: boolean; imported: boolean }): Promise<Conversation> {
+    async recordMessage(trx: Trx, input: { organizationId: string; connectionId: string; contactId: string; at: Date; inbound: boolean; imported: boolean }): Promise<Conversation> {
       const now = clock.now().toISOString();
       const at = input.at.toISOString();
       const fresh: ConversationsTable = {
@@ -360,6 +339,11 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
       });
     },
 
+    /** Registers what a module moves when a merge folds one conversation into another (see `mergeContact`). */
+    onFold(listener: FoldListener): void {
+      foldListeners.push(listener);
+    },
+
     /**
      * A contact merge: the source contact's conversations become the survivor's. On a connection
      * where both have one, the source's is folded into the survivor's (its messages move, the later
@@ -368,7 +352,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
      * catalogue has no `conversation.deleted`). The caller holds both contacts' locks, which every
      * inbound message takes first too, so no message can join a thread while it moves.
      */
-    async mergeContact(trx: Db, input: { organizationId: string; sourceContactId: string; survivorContactId: string }): Promise<{ conversationsMoved: number; conversationsFolded: number; messagesMoved: number }> {
+    async mergeContact(trx: Trx, input: { organizationId: string; sourceContactId: string; survivorContactId: string }): Promise<{ conversationsMoved: number; conversationsFolded: number; messagesMoved: number }> {
       const now = clock.now().toISOString();
       const rows = await store.lockOfContacts(trx, [input.sourceContactId, input.survivorContactId]);
       const survivors = new Map(rows.filter((row) => row.contact_id === input.survivorContactId).map((row) => [row.connection_id, row]));
@@ -387,7 +371,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
         const next = fold(kept, source, now);
         // Its tag rows go with its row (on delete cascade); the survivor's are the union.
         await store.addTags(trx, input.organizationId, kept.id, tagsOf(source));
-        await onFold(trx, source.id, kept.id);
+        for (const listener of foldListeners) await listener(trx, source.id, kept.id);
         const sourceExpiry = expiryOf(source.last_inbound_at);
         if (sourceExpiry !== null) await queue.cancel(trx, warningKey(source.id, sourceExpiry));
         await store.delete(trx, source.id);

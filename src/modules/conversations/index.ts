@@ -8,20 +8,33 @@
  */
 import type { HttpServer } from '../../http/server.ts';
 import { conversationWindowExpiring } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type Module } from '../module.ts';
+import type { ConversationRelations } from './conversation-relations.ts';
 import { registerConversationsRoutes } from './conversations.routes.ts';
-import { createConversationsService, type ConversationsServiceDeps } from './conversations.service.ts';
+import { createConversationsService, type ConversationsService, type ConversationsServiceDeps } from './conversations.service.ts';
 import { createConversationsStore } from './conversations.store.ts';
 
+/**
+ * Contacts and messages are built on conversations (every message files into one), yet the
+ * endpoints embed them (`expand`): the endpoints join once both exist.
+ */
 export function createConversationsModule(deps: Omit<ConversationsServiceDeps, 'store'>) {
   const service = createConversationsService({ ...deps, store: createConversationsStore() });
-  return {
+  const module: Module<ConversationsService> = {
+    name: 'conversations',
     service,
-    registerRoutes: (app: HttpServer) => registerConversationsRoutes(app, service),
-    registerJobs: (worker: Worker) => worker.register(conversationWindowExpiring, (payload) => service.warnWindowExpiring(payload.conversation_id, payload.expires_at)),
+    jobs: [handleJob(conversationWindowExpiring, (payload) => service.warnWindowExpiring(payload.conversation_id, payload.expires_at))],
+  };
+  return {
+    ...module,
+    withEndpoints: (relations: ConversationRelations): Module<ConversationsService> => ({
+      ...module,
+      routes: (server: HttpServer) => registerConversationsRoutes(server, service, relations),
+    }),
   };
 }
 
-export type { ConversationRelations, ConversationsService, Window } from './conversations.service.ts';
+export type { ConversationsService, FoldListener, Window } from './conversations.service.ts';
+export type { ConversationRelations } from './conversation-relations.ts';
 export { WINDOW_MS, WINDOW_WARNING_MS } from './conversations.service.ts';
 export type { Conversation, ConversationControl } from './conversations.schemas.ts';

@@ -3,9 +3,9 @@
  * when asked), which every error's `doc_url` points to. Generated from `lib/errors.ts`, so it cannot
  * drift from what the API returns.
  */
-import type { HttpServer } from '../../http/server.ts';
+import type { Module } from '../module.ts';
 import { registerErrorReferenceRoutes } from './error-reference.routes.ts';
 
-export function createErrorReferenceModule() {
-  return { registerRoutes: (app: HttpServer) => registerErrorReferenceRoutes(app) };
+export function createErrorReferenceModule(): Module {
+  return { name: 'error-reference', service: undefined, routes: (server) => registerErrorReferenceRoutes(server) };
 }

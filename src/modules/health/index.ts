@@ -1,7 +1,7 @@
 /** Liveness (`/healthz`) and readiness (`/readyz`: the store answers and is migrated). */
-import type { HttpServer } from '../../http/server.ts';
+import type { Module } from '../module.ts';
 import { registerHealthRoutes } from './health.routes.ts';
 
-export function createHealthModule(deps: { isReady: () => Promise<boolean> }) {
-  return { registerRoutes: (app: HttpServer) => registerHealthRoutes(app, deps.isReady) };
+export function createHealthModule(deps: { isReady: () => Promise<boolean> }): Module {
+  return { name: 'health', service: undefined, routes: (server) => registerHealthRoutes(server, deps.isReady) };
 }

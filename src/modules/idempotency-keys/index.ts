@@ -10,7 +10,8 @@
 import type { Db } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { createIdempotencyKeysService } from './idempotency-keys.service.ts';
+import type { Module } from '../module.ts';
+import { createIdempotencyKeysService, type IdempotencyKeysService } from './idempotency-keys.service.ts';
 import { createIdempotencyKeysStore } from './idempotency-keys.store.ts';
 
 export function createIdempotencyKeysModule(deps: {
@@ -19,8 +20,8 @@ export function createIdempotencyKeysModule(deps: {
   isUniqueViolation: (error: unknown) => boolean;
   secrets: Pick<SecretBox, 'seal' | 'open'>;
   lockTimeoutMs?: number;
-}) {
-  return { service: createIdempotencyKeysService({ ...deps, store: createIdempotencyKeysStore() }) };
+}): Module<IdempotencyKeysService> {
+  return { name: 'idempotency-keys', service: createIdempotencyKeysService({ ...deps, store: createIdempotencyKeysStore() }) };
 }
 
 export {

@@ -5,18 +5,22 @@
 import type { Db } from '../../db/connect.ts';
 import { mailSend } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
-import type { Worker } from '../../jobs/worker.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { MembersService } from '../members/index.ts';
-import { createMailService, type MailTransport } from './mail.service.ts';
+import { handleJob, type Module } from '../module.ts';
+import { createMailService, type MailService, type MailTransport } from './mail.service.ts';
 import { createMailStore } from './mail.store.ts';
 
-export function createMailModule(deps: { db: Db; clock: Clock; queue: Queue; transport: MailTransport; members: MembersService; from: string }) {
+export function createMailModule(deps: {
+  db: Db;
+  clock: Clock;
+  queue: Pick<Queue, 'enqueue'>;
+  transport: MailTransport;
+  members: Pick<MembersService, 'ownerEmails'>;
+  from: string;
+}): Module<MailService> {
   const service = createMailService({ ...deps, store: createMailStore() });
-  return {
-    service,
-    registerJobs: (worker: Worker) => worker.register(mailSend, (payload) => service.send(payload.mail_id)),
-  };
+  return { name: 'mail', service, jobs: [handleJob(mailSend, (payload) => service.send(payload.mail_id))] };
 }
 
 export type { MailService } from './mail.service.ts';

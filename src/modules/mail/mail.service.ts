@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mailSend } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -17,11 +17,19 @@ export interface MailTransport {
   send(mail: OutgoingMail & { from: string }): Promise<{ messageId: string }>;
 }
 
-export function createMailService(deps: { db: Db; store: MailStore; clock: Clock; queue: Queue; transport: MailTransport; members: MembersService; from: string }) {
+export function createMailService(deps: {
+  db: Db;
+  store: MailStore;
+  clock: Clock;
+  queue: Pick<Queue, 'enqueue'>;
+  transport: MailTransport;
+  members: Pick<MembersService, 'ownerEmails'>;
+  from: string;
+}) {
   const { db, store, clock, queue, transport, members } = deps;
   const service = {
     /** Records a mail and queues its sending in the caller's transaction: it leaves only if the cause commits. */
-    async queue(trx: Db, mail: OutgoingMail & { organizationId: string | null }): Promise<string> {
+    async queue(trx: Trx, mail: OutgoingMail & { organizationId: string | null }): Promise<string> {
       const now = clock.now();
       const id = newId('mail', now.getTime());
       await store.insert(trx, {
@@ -40,7 +48,7 @@ export function createMailService(deps: { db: Db; store: MailStore; clock: Clock
       return id;
     },
 
-    async notifyOwners(trx: Db, organizationId: string, message: { subject: string; text: string }): Promise<void> {
+    async notifyOwners(trx: Trx, organizationId: string, message: { subject: string; text: string }): Promise<void> {
       for (const to of await members.ownerEmails(trx, organizationId)) await service.queue(trx, { ...message, to, organizationId });
     },
 

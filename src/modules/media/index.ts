@@ -5,20 +5,15 @@
  * provider's per-number ids of uploaded files (re-uploaded before the provider forgets them), and
  * fetching the files customers send (`media.fetch`).
  */
-import type { HttpServer } from '../../http/server.ts';
-import type { Worker } from '../../jobs/worker.ts';
-import { registerMediaJobs } from './media.job.ts';
+import type { Module } from '../module.ts';
+import { mediaJobs } from './media.job.ts';
 import { registerMediaRoutes } from './media.routes.ts';
-import { createMediaService, type MediaServiceDeps } from './media.service.ts';
+import { createMediaService, type MediaService, type MediaServiceDeps } from './media.service.ts';
 import { createMediaStore } from './media.store.ts';
 
-export function createMediaModule(deps: Omit<MediaServiceDeps, 'store'>) {
+export function createMediaModule(deps: Omit<MediaServiceDeps, 'store'>): Module<MediaService> {
   const service = createMediaService({ ...deps, store: createMediaStore() });
-  return {
-    service,
-    registerRoutes: (app: HttpServer) => registerMediaRoutes(app, service),
-    registerJobs: (worker: Worker) => registerMediaJobs(worker, service),
-  };
+  return { name: 'media', service, routes: (server) => registerMediaRoutes(server, service), jobs: mediaJobs(service) };
 }
 
 export type { MediaService, StagedUpload } from './media.service.ts';

@@ -1,7 +1,9 @@
 import { mediaFetch } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { MediaService } from './media.service.ts';
 
-export function registerMediaJobs(worker: Worker, service: MediaService): void {
-  worker.register(mediaFetch, (payload, context) => service.fetchInbound(payload.media_id, context));
+export function mediaJobs(service: MediaService): JobRegistration[] {
+  return [
+    handleJob(mediaFetch, (payload, context) => service.fetchInbound(payload.media_id, context)),
+  ];
 }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import type { MediaTable } from '../../db/schema.ts';
 import { mediaFetch } from '../../jobs/catalog.ts';
 import { isRetryable } from '../../jobs/job.ts';
@@ -113,9 +113,9 @@ export interface MediaServiceDeps {
   store: MediaStore;
   storage: MediaStorage;
   clock: Clock;
-  queue: Queue;
+  queue: Pick<Queue, 'enqueue'>;
   provider: Provider;
-  audit: AuditEventsService;
+  audit: Pick<AuditEventsService, 'record'>;
   connections: Pick<ConnectionsService, 'findMany' | 'providerAccessForWork' | 'reportProviderError'>;
 }
 
@@ -248,7 +248,7 @@ export function createMediaService(deps: MediaServiceDeps) {
      * it, the MIME type decides (a type the provider does not send out makes a document).
      */
     async adoptInbound(
-      trx: Db,
+      trx: Trx,
       input: { organizationId: string; connectionId: string; providerMediaId: string; mimeType: string | undefined; sha256: string | undefined; filename: string | undefined; kind?: MediaKind },
     ): Promise<string> {
       const existing = await store.findInbound(trx, input.connectionId, input.providerMediaId);

@@ -5,14 +5,14 @@
  */
 import type { Db } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { HttpServer } from '../../http/server.ts';
+import type { Module } from '../module.ts';
 import { registerMembersRoutes } from './members.routes.ts';
-import { createMembersService } from './members.service.ts';
+import { createMembersService, type MembersService } from './members.service.ts';
 import { createMembersStore } from './members.store.ts';
 
-export function createMembersModule(deps: { db: Db; clock: Clock; isUniqueViolation: (error: unknown) => boolean }) {
+export function createMembersModule(deps: { db: Db; clock: Clock; isUniqueViolation: (error: unknown) => boolean }): Module<MembersService> {
   const service = createMembersService({ ...deps, store: createMembersStore() });
-  return { service, registerRoutes: (app: HttpServer) => registerMembersRoutes(app, service) };
+  return { name: 'members', service, routes: (server) => registerMembersRoutes(server, service) };
 }
 
 export type { MembersService } from './members.service.ts';

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { UsersTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -31,7 +31,7 @@ export function createMembersService(deps: { db: Db; store: MembersStore; clock:
   return {
     /** Creates the person and their first membership; runs inside the caller's transaction. */
     async createUserAndMember(
-      trx: Db,
+      trx: Trx,
       input: { email: string; name: string | null; passwordHash: string; organizationId: string; role: Role },
     ): Promise<Member> {
       const now = clock.now();

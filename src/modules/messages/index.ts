@@ -5,24 +5,29 @@
  * /v1/messages endpoints send, list, get, react, mark read and show typing. A message is visible
  * when its connection is.
  */
-import type { HttpServer } from '../../http/server.ts';
-import type { Worker } from '../../jobs/worker.ts';
-import { registerMessagesJobs } from './messages.job.ts';
+import type { Module } from '../module.ts';
+import { messagesJobs } from './messages.job.ts';
 import { registerMessagesRoutes } from './messages.routes.ts';
-import { createMessagesService, type MessagesServiceDeps } from './messages.service.ts';
+import { createMessagesService, type MessagesService, type MessagesServiceDeps } from './messages.service.ts';
 import { createMessagesStore } from './messages.store.ts';
+import { createSendChecks, type SendChecksDeps } from './send-checks.ts';
 import { createSendingService, type SendingServiceDeps } from './sending.service.ts';
 
-export function createMessagesModule(deps: Omit<MessagesServiceDeps, 'store'> & Omit<SendingServiceDeps, 'store' | 'messages'>) {
+export type MessagesModuleDeps = Omit<MessagesServiceDeps, 'store' | 'provider' | 'contacts' | 'conversations' | 'connections' | 'media'> &
+  Omit<SendingServiceDeps, 'store' | 'messages' | 'checks' | 'contacts' | 'conversations' | 'connections' | 'media'> &
+  Omit<SendChecksDeps, 'store'> & {
+    contacts: MessagesServiceDeps['contacts'] & SendingServiceDeps['contacts'] & SendChecksDeps['contacts'];
+    conversations: MessagesServiceDeps['conversations'] & SendingServiceDeps['conversations'] & SendChecksDeps['conversations'];
+    connections: MessagesServiceDeps['connections'] & SendingServiceDeps['connections'] & SendChecksDeps['connections'];
+    media: MessagesServiceDeps['media'] & SendingServiceDeps['media'] & SendChecksDeps['media'];
+    provider: MessagesServiceDeps['provider'] & SendingServiceDeps['provider'];
+  };
+
+export function createMessagesModule(deps: MessagesModuleDeps): Module<MessagesService> {
   const store = createMessagesStore();
   const service = createMessagesService({ ...deps, store });
-  const sending = createSendingService({ ...deps, store, messages: service });
-  return {
-    service,
-    sending,
-    registerRoutes: (app: HttpServer) => registerMessagesRoutes(app, service, sending),
-    registerJobs: (worker: Worker) => registerMessagesJobs(worker, sending),
-  };
+  const sending = createSendingService({ ...deps, store, messages: service, checks: createSendChecks({ ...deps, store }) });
+  return { name: 'messages', service, routes: (server) => registerMessagesRoutes(server, service, sending), jobs: messagesJobs(sending) };
 }
 
 export type { MessagesService } from './messages.service.ts';

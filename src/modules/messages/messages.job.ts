@@ -1,7 +1,9 @@
 import { messageSend } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { SendingService } from './sending.service.ts';
 
-export function registerMessagesJobs(worker: Worker, sending: SendingService): void {
-  worker.register(messageSend, (payload, context) => sending.deliver(payload.message_id, context));
+export function messagesJobs(sending: SendingService): JobRegistration[] {
+  return [
+    handleJob(messageSend, (payload, context) => sending.deliver(payload.message_id, context)),
+  ];
 }

@@ -1,8 +1,8 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { toBoolean } from '../../db/dialect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { MessagesTable } from '../../db/schema.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { EventSink } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -98,13 +98,13 @@ export interface MessagesServiceDeps {
   db: Db;
   store: MessagesStore;
   clock: Clock;
-  events: EventEmitter;
-  contacts: ContactsService;
-  conversations: ConversationsService;
-  connections: ConnectionsService;
+  events: EventSink;
+  contacts: Pick<ContactsService, 'findOrCreateForInbound'>;
+  conversations: Pick<ConversationsService, 'handToApp' | 'recordMessage'>;
+  connections: Pick<ConnectionsService, 'providerAccess' | 'reportProviderError'>;
   /** Paced: read receipts and typing indicators count against the number's throughput. */
-  provider: Provider;
-  media: MediaService;
+  provider: Pick<Provider, 'markRead' | 'sendTyping'>;
+  media: Pick<MediaService, 'adoptInbound'>;
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
@@ -114,7 +114,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
    * A customer's photo, voice note or document is fetched from the provider and kept (the provider
    * forgets it within weeks): the message shows our `media_id` beside the provider's fields.
    */
-  async function adoptMedia(trx: Db, connection: ServingConnection, type: MessageType, content: unknown): Promise<unknown> {
+  async function adoptMedia(trx: Trx, connection: ServingConnection, type: MessageType, content: unknown): Promise<unknown> {
     if (!isMediaKind(type) || typeof content !== 'object' || content === null) return content;
     const media = content as { id?: unknown; mime_type?: unknown; sha256?: unknown; filename?: unknown };
     if (typeof media.id !== 'string') return content;
@@ -126,7 +126,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     return { ...content, media_id: mediaId };
   }
 
-  async function fileMessage(trx: Db, connection: ServingConnection, input: {
+  async function fileMessage(trx: Trx, connection: ServingConnection, input: {
     providerMessageId: string;
     customerWaId: string;
     profileName: string | undefined;
@@ -191,7 +191,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
    * a compare-and-set on the status it starts from, so two reports applied at once cannot both
    * announce the same step; the one that lost reads the status again. Answers whether it moved.
    */
-  async function moveStatus(trx: Db, row: MessagesTable, status: MessageStatus, error: MessageError | null): Promise<boolean> {
+  async function moveStatus(trx: Trx, row: MessagesTable, status: MessageStatus, error: MessageError | null): Promise<boolean> {
     let current: MessagesTable | undefined = row;
     while (current && predecessorsOf(status).includes(current.status as MessageStatus)) {
       const changes = { status, error: error === null ? current.error : JSON.stringify(error), updated_at: clock.now().toISOString() };
@@ -246,7 +246,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
 
     /** A customer's message: stored with its contact and conversation, then `message.received`. */
-    async receive(trx: Db, connection: ServingConnection, input: { providerMessageId: string; from: string; profileName: string | undefined; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
+    async receive(trx: Trx, connection: ServingConnection, input: { providerMessageId: string; from: string; profileName: string | undefined; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
       const message = await fileMessage(trx, connection, {
         providerMessageId: input.providerMessageId, customerWaId: input.from, profileName: input.profileName,
         direction: 'inbound', status: 'received', sentAt: input.sentAt, body: input.body, imported: false,
@@ -261,7 +261,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * answers (the thread is created by whichever comes first), then `message.echo`, and the
      * conversation passes to the app: automations stand back while the owner answers by hand.
      */
-    async recordEcho(trx: Db, connection: ServingConnection, input: { providerMessageId: string; to: string; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
+    async recordEcho(trx: Trx, connection: ServingConnection, input: { providerMessageId: string; to: string; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
       const message = await fileMessage(trx, connection, {
         providerMessageId: input.providerMessageId, customerWaId: input.to, profileName: undefined,
         direction: 'outbound', status: 'sent', sentAt: input.sentAt, body: input.body, imported: false, echo: true,
@@ -277,7 +277,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * emits no message event (automations and webhooks must not react to last month's chats).
      * Answers how many messages were new.
      */
-    async importHistory(trx: Db, connection: ServingConnection, thread: { userId: string; messages: { providerMessageId: string; direction: 'inbound' | 'outbound'; sentAt: Date; status: string | undefined; body: MessageBody }[] }): Promise<number> {
+    async importHistory(trx: Trx, connection: ServingConnection, thread: { userId: string; messages: { providerMessageId: string; direction: 'inbound' | 'outbound'; sentAt: Date; status: string | undefined; body: MessageBody }[] }): Promise<number> {
       let imported = 0;
       for (const message of thread.messages) {
         const reported = message.status?.toLowerCase();
@@ -299,7 +299,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * A status can overtake the answer to our own send: it names the message by the callback data
      * every send carries (our id), and its provider id is recorded then.
      */
-    async applyStatus(trx: Db, connection: ServingConnection, input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[]; callbackData?: string | undefined }): Promise<boolean> {
+    async applyStatus(trx: Trx, connection: ServingConnection, input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[]; callbackData?: string | undefined }): Promise<boolean> {
       let row = await store.findByProviderId(trx, connection.id, input.providerMessageId);
       if (!row && input.callbackData?.startsWith('msg_')) {
         const sent = await store.findById(trx, input.callbackData);

@@ -4,11 +4,12 @@
  */
 import type { Db } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { createOauthTokensService } from './oauth-tokens.service.ts';
+import type { Module } from '../module.ts';
+import { createOauthTokensService, type OauthTokensService } from './oauth-tokens.service.ts';
 import { createOauthTokensStore } from './oauth-tokens.store.ts';
 
-export function createOauthTokensModule(deps: { db: Db; clock: Clock }) {
-  return { service: createOauthTokensService({ ...deps, store: createOauthTokensStore() }) };
+export function createOauthTokensModule(deps: { db: Db; clock: Clock }): Module<OauthTokensService> {
+  return { name: 'oauth-tokens', service: createOauthTokensService({ ...deps, store: createOauthTokensStore() }) };
 }
 
 export type { OauthTokensService } from './oauth-tokens.service.ts';

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -23,7 +23,7 @@ export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore
      * Stores a new access token for a consent given to an OAuth client. The grant flow that calls this
      * is not part of the API yet; the rule that such a token can never manage keys lives here.
      */
-    async issue(trx: Db, input: { organizationId: string; clientName: string; scopes: readonly Scope[]; ttlMs: number }): Promise<IssuedOauthToken> {
+    async issue(trx: Trx, input: { organizationId: string; clientName: string; scopes: readonly Scope[]; ttlMs: number }): Promise<IssuedOauthToken> {
       const forbidden = input.scopes.find((scope) => OAUTH_FORBIDDEN_SCOPES.includes(scope) || !SCOPES.includes(scope));
       if (forbidden) {
         throw new AppError('validation_failed', `An OAuth token cannot hold ${forbidden}.`, {

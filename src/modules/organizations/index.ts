@@ -4,11 +4,12 @@
  */
 import type { Db } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { createOrganizationsService } from './organizations.service.ts';
+import type { Module } from '../module.ts';
+import { createOrganizationsService, type OrganizationsService } from './organizations.service.ts';
 import { createOrganizationsStore } from './organizations.store.ts';
 
-export function createOrganizationsModule(deps: { db: Db; clock: Clock }) {
-  return { service: createOrganizationsService({ ...deps, store: createOrganizationsStore() }) };
+export function createOrganizationsModule(deps: { db: Db; clock: Clock }): Module<OrganizationsService> {
+  return { name: 'organizations', service: createOrganizationsService({ ...deps, store: createOrganizationsStore() }) };
 }
 
 export type { OrganizationsService } from './organizations.service.ts';

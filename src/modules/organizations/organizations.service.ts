@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import type { OrganizationsTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { notFound } from '../../lib/errors.ts';
@@ -21,7 +21,7 @@ export function createOrganizationsService(deps: { db: Db; store: OrganizationsS
   const { db, store, clock } = deps;
   return {
     /** Part of sign-up: runs inside the caller's transaction. */
-    async create(trx: Db, input: { name: string }): Promise<Organization> {
+    async create(trx: Trx, input: { name: string }): Promise<Organization> {
       const now = clock.now();
       const row: OrganizationsTable = {
         id: newId('organization', now.getTime()),

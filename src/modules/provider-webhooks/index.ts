@@ -3,19 +3,19 @@
  * handshake, the signature check over the raw bytes, deduplication of the provider's retries, and
  * the queued processing that hands each update to the module it concerns (messages, connections).
  */
-import type { Worker } from '../../jobs/worker.ts';
-import type { HttpServer } from '../../http/server.ts';
-import { registerProviderWebhooksJobs } from './provider-webhooks.job.ts';
+import type { Module } from '../module.ts';
+import { providerWebhooksJobs } from './provider-webhooks.job.ts';
 import { registerProviderWebhooksRoutes } from './provider-webhooks.routes.ts';
-import { createProviderWebhooksService, type ProviderWebhooksServiceDeps } from './provider-webhooks.service.ts';
+import { createProviderWebhooksService, type ProviderWebhooksService, type ProviderWebhooksServiceDeps } from './provider-webhooks.service.ts';
 import { createProviderWebhooksStore } from './provider-webhooks.store.ts';
 
-export function createProviderWebhooksModule(deps: Omit<ProviderWebhooksServiceDeps, 'store'>) {
+export function createProviderWebhooksModule(deps: Omit<ProviderWebhooksServiceDeps, 'store'>): Module<ProviderWebhooksService> {
   const service = createProviderWebhooksService({ ...deps, store: createProviderWebhooksStore() });
   return {
+    name: 'provider-webhooks',
     service,
-    registerRoutes: (app: HttpServer) => registerProviderWebhooksRoutes(app, service),
-    registerJobs: (worker: Worker) => registerProviderWebhooksJobs(worker, service),
+    routes: (server) => registerProviderWebhooksRoutes(server, service),
+    jobs: providerWebhooksJobs(service),
   };
 }
 

@@ -1,7 +1,9 @@
 import { providerWebhookProcess } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { ProviderWebhooksService } from './provider-webhooks.service.ts';
 
-export function registerProviderWebhooksJobs(worker: Worker, service: ProviderWebhooksService): void {
-  worker.register(providerWebhookProcess, (payload) => service.process(payload.provider_webhook_id));
+export function providerWebhooksJobs(service: ProviderWebhooksService): JobRegistration[] {
+  return [
+    handleJob(providerWebhookProcess, (payload) => service.process(payload.provider_webhook_id)),
+  ];
 }

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { providerWebhookProcess } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -28,19 +28,19 @@ export interface ProviderWebhooksServiceDeps {
   db: Db;
   store: ProviderWebhooksStore;
   clock: Clock;
-  queue: Queue;
+  queue: Pick<Queue, 'enqueue'>;
   log: Log;
   inbound: InboundWebhooks;
-  connections: ConnectionsService;
-  messages: MessagesService;
-  templates: TemplatesService;
+  connections: Pick<ConnectionsService, 'accountRemoved' | 'findServing' | 'findServingAccount' | 'historyImported' | 'numberQualityChanged'>;
+  messages: Pick<MessagesService, 'applyStatus' | 'importHistory' | 'receive' | 'recordEcho'>;
+  templates: Pick<TemplatesService, 'statusChanged'>;
 }
 
 export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps) {
   const { db, store, clock, queue, log, inbound, connections, messages, templates } = deps;
 
   /** Finds the connection of a number, or says why the update is skipped. */
-  async function serving(trx: Db, phoneNumberId: string, kind: string): Promise<ServingConnection | undefined> {
+  async function serving(trx: Trx, phoneNumberId: string, kind: string): Promise<ServingConnection | undefined> {
     const connection = await connections.findServing(trx, phoneNumberId);
     if (!connection) log.warn({ phone_number_id: phoneNumberId, kind }, 'provider webhook for a number no connection serves; skipped');
     return connection;

@@ -5,12 +5,12 @@
  * the rules of that surface (what a path may address, what is paced, what a fault becomes); the
  * provider-knowing half, URLs, headers and error codes, is provider/whatsapp/relay.ts. Owns no table.
  */
-import type { HttpServer } from '../../http/server.ts';
 import type { Pacer } from '../../provider/pacing.ts';
 import { createGraphRelay } from '../../provider/whatsapp/relay.ts';
 import type { ConnectionsService } from '../connections/index.ts';
+import type { Module } from '../module.ts';
 import { registerRuntimeRoutes } from './runtime.routes.ts';
-import { createRuntimeService, type RuntimeLog } from './runtime.service.ts';
+import { createRuntimeService, type RuntimeLog, type RuntimeService } from './runtime.service.ts';
 
 export interface RuntimeModuleDeps {
   connections: Pick<ConnectionsService, 'providerAccess' | 'reportProviderError'>;
@@ -25,16 +25,10 @@ export interface RuntimeModuleDeps {
   timeoutMs?: number;
 }
 
-export function createRuntimeModule(deps: RuntimeModuleDeps) {
+export function createRuntimeModule(deps: RuntimeModuleDeps): Module<RuntimeService> {
   const relay = createGraphRelay({ baseUrl: deps.providerBaseUrl, appSecretProof: deps.appSecretProof, timeoutMs: deps.timeoutMs });
   const service = createRuntimeService({ connections: deps.connections, relay, pacer: deps.pacer, log: deps.log });
-  return {
-    service,
-    registerRoutes: (app: HttpServer) => {
-      registerRuntimeRoutes(app, service);
-      app.addHook('onClose', async () => relay.close());
-    },
-  };
+  return { name: 'runtime', service, routes: (server) => registerRuntimeRoutes(server, service), close: () => relay.close() };
 }
 
 export type { RuntimeService } from './runtime.service.ts';

@@ -5,14 +5,14 @@
  * provider (`prepareSend`: the template exists on the connection, is approved, and takes exactly
  * the parameters sent).
  */
-import type { HttpServer } from '../../http/server.ts';
+import type { Module } from '../module.ts';
 import { registerTemplatesRoutes } from './templates.routes.ts';
-import { createTemplatesService, type TemplatesServiceDeps } from './templates.service.ts';
+import { createTemplatesService, type TemplatesService, type TemplatesServiceDeps } from './templates.service.ts';
 import { createTemplatesStore } from './templates.store.ts';
 
-export function createTemplatesModule(deps: Omit<TemplatesServiceDeps, 'store'>) {
+export function createTemplatesModule(deps: Omit<TemplatesServiceDeps, 'store'>): Module<TemplatesService> {
   const service = createTemplatesService({ ...deps, store: createTemplatesStore() });
-  return { service, registerRoutes: (app: HttpServer) => registerTemplatesRoutes(app, service) };
+  return { name: 'templates', service, routes: (server) => registerTemplatesRoutes(server, service) };
 }
 
 export type { PreparedTemplate, TemplateConnections, TemplateOwner, TemplatesService } from './templates.service.ts';

@@ -1,7 +1,7 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { TemplatesTable } from '../../db/schema.ts';
-import type { EventEmitter } from '../../events/emit.ts';
+import type { EventSink } from '../../events/emit.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -46,10 +46,7 @@ export interface TemplateOwner {
   credentials: ProviderCredentials;
 }
 
-/**
- * What the endpoints need of connections (the connections service answers it). Connections sync
- * their account's templates through this module, so this side is bound late, as a getter.
- */
+/** What the endpoints need of connections (the connections service answers it). */
 export interface TemplateConnections {
   /** A connection the caller may address (`param` names the body field in its 404), refused unless connected. */
   providerAccess(principal: Principal, id: string, param?: string): Promise<TemplateOwner>;
@@ -68,16 +65,16 @@ export interface TemplatesServiceDeps {
   db: Db;
   store: TemplatesStore;
   clock: Clock;
-  events: EventEmitter;
-  audit: AuditEventsService;
+  events: EventSink;
+  audit: Pick<AuditEventsService, 'record'>;
   provider: Provider;
-  connections: () => TemplateConnections;
+  connections: TemplateConnections;
 }
 
 export function createTemplatesService(deps: TemplatesServiceDeps) {
-  const { db, store, clock, events, audit, provider } = deps;
+  const { db, store, clock, events, audit, provider, connections } = deps;
 
-  async function changeStatus(trx: Db, row: TemplatesTable, status: TemplateStatus, reason: string | null, extra: Partial<TemplatesTable> = {}): Promise<boolean> {
+  async function changeStatus(trx: Trx, row: TemplatesTable, status: TemplateStatus, reason: string | null, extra: Partial<TemplatesTable> = {}): Promise<boolean> {
     const changes = { ...extra, status, status_reason: reason, updated_at: clock.now().toISOString() };
     await store.update(trx, row.id, changes);
     if (row.status === status) return false;
@@ -102,7 +99,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
    * connection that cannot reach the provider is refused before anything is asked of it.
    */
   async function ownerFor(principal: Principal, connectionId: string, param: string): Promise<TemplateOwner> {
-    return deps.connections().providerAccess(principal, connectionId, param);
+    return connections.providerAccess(principal, connectionId, param);
   }
 
   /** Calls the provider outside any transaction; its failure is the API's provider_* error. */
@@ -111,7 +108,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       return await call();
     } catch (error) {
       if (!isProviderError(error)) throw error;
-      await deps.connections().reportProviderError(owner.connectionId, error);
+      await connections.reportProviderError(owner.connectionId, error);
       throw providerErrorToAppError(error);
     }
   }
@@ -258,7 +255,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
      * The provider's review changed a template's status. Answers false for a template this
      * connection has not synced yet (the next sync records it with its status).
      */
-    async statusChanged(trx: Db, connectionId: string, update: { providerTemplateId: string; status: TemplateStatus | undefined; reason: string | undefined }): Promise<boolean> {
+    async statusChanged(trx: Trx, connectionId: string, update: { providerTemplateId: string; status: TemplateStatus | undefined; reason: string | undefined }): Promise<boolean> {
       const row = await store.findByProviderId(trx, connectionId, update.providerTemplateId);
       if (!row) return false;
       // REINSTATED and the like name no status: the template is read again by the next sync.

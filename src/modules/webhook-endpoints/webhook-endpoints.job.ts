@@ -1,7 +1,9 @@
 import { webhookDelivery } from '../../jobs/catalog.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { WebhookEndpointsService } from './webhook-endpoints.service.ts';
 
-export function registerWebhookEndpointsJobs(worker: Worker, service: WebhookEndpointsService): void {
-  worker.register(webhookDelivery, (payload, context) => service.deliver(payload, context));
+export function webhookEndpointsJobs(service: WebhookEndpointsService): JobRegistration[] {
+  return [
+    handleJob(webhookDelivery, (payload, context) => service.deliver(payload, context)),
+  ];
 }

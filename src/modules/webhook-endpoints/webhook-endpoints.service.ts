@@ -1,7 +1,6 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.ts';
-import type { EventType } from '../../events/catalog.ts';
 import type { EventEmitter } from '../../events/emit.ts';
 import type { EventEnvelope } from '../../events/envelope.ts';
 import { signatureHeader } from '../../events/webhook-signature.ts';
@@ -11,8 +10,10 @@ import { DAY, type Clock } from '../../lib/clock.ts';
 import { randomToken, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Queue } from '../../jobs/queue.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
+import type { MailService } from '../mail/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type {
   CreateWebhookEndpointInput,
@@ -29,9 +30,6 @@ export interface DeliveryTransport {
   checkUrl(url: string, param: string): Promise<void>;
   send(url: string, body: string, headers: Record<string, string>): Promise<SendResult>;
 }
-
-/** Tells the organization's owners something happened to their account (by mail). */
-export type NotifyOwners = (trx: Db, organizationId: string, message: { subject: string; text: string }) => Promise<void>;
 
 export const AUTO_DISABLE = { consecutiveFailures: 100, spanMs: DAY } as const;
 export const SECRET_ROTATION_OVERLAP_MS = DAY;
@@ -62,14 +60,17 @@ export interface WebhookEndpointsServiceDeps {
   clock: Clock;
   secrets: SecretBox;
   transport: DeliveryTransport;
-  events: EventEmitter;
-  audit: AuditEventsService;
-  connections: ConnectionsService;
-  notifyOwners: NotifyOwners;
+  queue: Pick<Queue, 'enqueue'>;
+  /** Emits `ping` for the test operation and looks events up for deliveries. */
+  events: Pick<EventEmitter, 'emit' | 'find'>;
+  audit: Pick<AuditEventsService, 'record'>;
+  connections: Pick<ConnectionsService, 'getForReference'>;
+  /** Tells the owners when an endpoint is disabled. */
+  mail: Pick<MailService, 'notifyOwners'>;
 }
 
 export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps) {
-  const { db, store, clock, secrets, transport, events, audit, connections, notifyOwners } = deps;
+  const { db, store, clock, secrets, transport, queue, events, audit, connections, mail } = deps;
 
   function toEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
     const rotating = row.previous_secret_expires_at !== null && row.previous_secret_expires_at > clock.now().toISOString();
@@ -169,7 +170,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         target: { type: 'webhook_endpoint', id: endpoint.id },
         data: { url: endpoint.url, consecutive_failures: counters.consecutive_failures, failing_since: counters.first_failure_at },
       });
-      await notifyOwners(trx, endpoint.organization_id, {
+      await mail.notifyOwners(trx, endpoint.organization_id, {
         subject: 'A webhook endpoint was disabled',
         text:
           `Deliveries to ${endpoint.url} (${endpoint.id}) failed ${counters.consecutive_failures} times in a row ` +
@@ -181,13 +182,18 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
   }
 
   return {
-    /** The endpoints an event goes to: enabled, subscribed to its type, of its connection if they name one. */
-    async findSubscribers(trx: Db, organizationId: string, type: EventType, connectionId: string | null): Promise<string[]> {
-      const endpoints = await store.listEnabled(trx, organizationId);
-      return endpoints
-        .filter((endpoint) => (JSON.parse(endpoint.events) as string[]).includes(type))
-        .filter((endpoint) => endpoint.connection_id === null || endpoint.connection_id === connectionId)
-        .map((endpoint) => endpoint.id);
+    /**
+     * The event stream's subscriber: one delivery job per endpoint that wants the event (enabled,
+     * subscribed to its type, of its connection if it names one), in the transaction that emitted it.
+     * `ping` goes only where the test operation sends it, never to every endpoint subscribed to it.
+     */
+    async queueDeliveries(trx: Trx, event: EventEnvelope): Promise<void> {
+      if (event.type === 'ping') return;
+      for (const endpoint of await store.listEnabled(trx, event.organization_id)) {
+        if (!(JSON.parse(endpoint.events) as string[]).includes(event.type)) continue;
+        if (endpoint.connection_id !== null && endpoint.connection_id !== event.connection_id) continue;
+        await queue.enqueue(trx, webhookDelivery, { event_id: event.id, endpoint_id: endpoint.id });
+      }
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
@@ -284,7 +290,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     /** Sends a `ping` now and reports what the receiver said; it does not count towards auto-disable. */
     async test(principal: Principal, id: string) {
       const row = await getRow(db, principal, id);
-      const ping = await events.emit(db, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) });
+      const ping = await db.transaction().execute((trx) => events.emit(trx, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) }));
       const { delivery, ok, result } = await attempt(row, ping, { attempt: 1, replayOf: null, nextRetryAt: null });
       return {
         object: 'webhook_test' as const,

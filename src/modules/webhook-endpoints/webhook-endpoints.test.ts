@@ -43,9 +43,9 @@ describe('webhook endpoints', () => {
     return response.body as { id: string; secret: string };
   };
   const emit = (type: 'contact.created' | 'contact.updated', connectionId: string | null = null, extra: Record<string, unknown> = {}) =>
-    server.app.services.events.emit(server.app.store.db, {
+    server.app.store.db.transaction().execute((trx) => server.app.services.events.emit(trx, {
       type, organizationId: owner.organizationId, connectionId, object: { id: 'ct_1', object: 'contact', name: 'Ada' }, ...extra,
-    });
+    }));
   const deliver = () => server.app.worker.drain();
 
   describe('managing endpoints', () => {

@@ -1,0 +1,43 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import { ensureMasterKey, type Config } from '../config/config.ts';
+import type { Db, Store } from '../db/connect.ts';
+import { createEventEmitter, type EventEmitter } from '../events/emit.ts';
+import { createEventsStore } from '../events/events.store.ts';
+import { createQueue, type Queue } from '../jobs/queue.ts';
+import { createWorker, type Worker } from '../jobs/worker.ts';
+import type { Clock } from '../lib/clock.ts';
+import { SecretBox } from '../lib/crypto.ts';
+import { buildProvider, type ProviderWiring } from './provider.ts';
+
+/** What every area builds on: the store, time, secrets, the job queue, the event stream and the provider. */
+export interface Core {
+  config: Config;
+  store: Store;
+  db: Db;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  secrets: SecretBox;
+  queue: Queue;
+  worker: Worker;
+  events: EventEmitter;
+  provider: ProviderWiring;
+}
+
+export function buildCore(options: { config: Config; store: Store; clock: Clock; log: FastifyBaseLogger; localUrl: () => string; redis: Redis | undefined }): Core {
+  const { config, store, clock, log } = options;
+  const masterKey = ensureMasterKey(config);
+  const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log, leaseMs: config.workerLeaseMs });
+  return {
+    config,
+    store,
+    db: store.db,
+    clock,
+    log,
+    secrets: new SecretBox(masterKey),
+    worker,
+    queue: createQueue({ clock, onEnqueue: () => worker.wake() }),
+    events: createEventEmitter({ store: createEventsStore(), clock }),
+    provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis),
+  };
+}

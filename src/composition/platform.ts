@@ -1,0 +1,46 @@
+import { isStoreReady } from '../db/connect.ts';
+import { createAuditEventsModule } from '../modules/audit-events/index.ts';
+import { createAuthModule } from '../modules/auth/index.ts';
+import { createErrorReferenceModule } from '../modules/error-reference/index.ts';
+import { createHealthModule } from '../modules/health/index.ts';
+import { createIdempotencyKeysModule } from '../modules/idempotency-keys/index.ts';
+import { createIdentityModule } from '../modules/identity/index.ts';
+import { createMailModule, createMailTransport } from '../modules/mail/index.ts';
+import { createMembersModule } from '../modules/members/index.ts';
+import { createOauthTokensModule } from '../modules/oauth-tokens/index.ts';
+import { createOrganizationsModule } from '../modules/organizations/index.ts';
+import type { Area } from './area.ts';
+import type { Core } from './core.ts';
+
+/** The tenant and its people: organizations, members and their sessions, the audit log, mail, and the service's own pages. */
+export function buildPlatform(core: Core) {
+  const { db, clock, config, store, queue, secrets, log } = core;
+  const { isUniqueViolation } = store.dialect;
+  const audit = createAuditEventsModule({ db, clock });
+  const organizations = createOrganizationsModule({ db, clock });
+  const members = createMembersModule({ db, clock, isUniqueViolation });
+  const auth = createAuthModule({
+    db, clock, organizations: organizations.service, members: members.service, audit: audit.service, secureCookies: config.publicBaseUrl.startsWith('https:'),
+  });
+  const oauthTokens = createOauthTokensModule({ db, clock });
+  const mail = createMailModule({
+    db, clock, queue, members: members.service,
+    transport: createMailTransport({ smtpUrl: config.smtpUrl, log: (entry) => log.info(entry, 'mail recorded (no SMTP_URL set)') }),
+    from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
+  });
+  const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation, secrets });
+  return {
+    modules: [
+      createHealthModule({ isReady: () => isStoreReady(store) }),
+      createErrorReferenceModule(),
+      audit, organizations, members, auth, oauthTokens, mail, idempotencyKeys,
+      createIdentityModule({ organizations: organizations.service, members: members.service }),
+    ],
+    services: {
+      audit: audit.service, organizations: organizations.service, members: members.service, auth: auth.service,
+      oauthTokens: oauthTokens.service, mail: mail.service, idempotencyKeys: idempotencyKeys.service,
+    },
+  } satisfies Area<object>;
+}
+
+export type PlatformServices = ReturnType<typeof buildPlatform>['services'];

@@ -1,0 +1,54 @@
+import { createHmac } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.ts';
+import type { Clock } from '../lib/clock.ts';
+import { lazily } from '../provider/lazy.ts';
+import { createPacer, THROUGHPUT_PER_SECOND, withPacing } from '../provider/pacing.ts';
+import { createSandboxProvider, type SandboxProvider } from '../provider/sandbox/index.ts';
+import { createCloudProvider, type CloudProvider } from '../provider/whatsapp/cloud-adapter.ts';
+import { parseProviderWebhook } from '../provider/whatsapp/webhook-parser.ts';
+import { verifyProviderSignature } from '../provider/whatsapp/webhook-signature.ts';
+
+/**
+ * The provider the service talks to: the real one (`cloud`), or the sandbox mounted at /sandbox and
+ * reached over loopback HTTP exactly like the real one. `localUrl` is this process's own address,
+ * known once it listens.
+ */
+export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, localUrl: () => string, redis: Redis | undefined) {
+  // In sandbox mode the secrets only need to be stable across processes that share the master key.
+  const derived = (purpose: string) => createHmac('sha256', masterKey).update(purpose).digest('hex');
+  const appSecret = config.providerAppSecret ?? derived('sandbox app secret');
+  const verifyToken = config.providerVerifyToken ?? derived('sandbox verify token');
+  let sandbox: SandboxProvider | undefined;
+  if (config.providerMode === 'sandbox') {
+    sandbox = createSandboxProvider({
+      clock, appSecret, verifyToken, webhookUrl: () => `${localUrl()}/provider/webhook`, statusStepMs: 0,
+      routeConfig: { access: { public: true, reason: 'the sandbox provider (PROVIDER_MODE=sandbox)', rateLimit: false } },
+    });
+  }
+  const graphBaseUrl = () => config.providerBaseUrl ?? (sandbox ? `${localUrl()}/sandbox/graph` : 'https://graph.facebook.com');
+  // Every send to a number passes its ceiling, shared by every process through Redis when there is one.
+  const pacer = createPacer({ redis, keyPrefix: `${config.rateLimitKeyPrefix}:pacing` });
+  const cloud = lazily<CloudProvider>(() =>
+    withPacing(
+      createCloudProvider({
+        baseUrl: graphBaseUrl(), version: config.providerApiVersion, appId: config.providerAppId ?? 'sandbox', appSecret, timeoutMs: config.providerTimeoutMs,
+      }),
+      { pacer, ceilingOf: (credentials) => credentials.messagesPerSecond ?? THROUGHPUT_PER_SECOND.standard },
+    ),
+  );
+  return {
+    provider: cloud.instance,
+    /** For the runtime surface, which relays raw requests beside the adapter but shares its pacing. */
+    graphBaseUrl,
+    pacer,
+    sandbox,
+    inbound: { verifySignature: (raw: Buffer, header: string | undefined) => verifyProviderSignature(raw, header, appSecret), parse: parseProviderWebhook, verifyToken },
+    close: async () => {
+      sandbox?.close();
+      await cloud.created()?.close();
+    },
+  };
+}
+
+export type ProviderWiring = ReturnType<typeof buildProvider>;
