@@ -60,6 +60,36 @@ module.exports = {
       to: { path: ['^src/modules/', '^src/http/'] },
     },
     {
+      name: 'schemas-stand-alone',
+      comment:
+        'A schema file imports only other schema files and lib/, so that the dashboard can bundle the API\'s schemas without the server. ' +
+        "The sandbox's control schemas describe the stand-in provider, not the API, and are exempt.",
+      severity: 'error',
+      from: { path: '[/.]schemas\\.ts$', pathNot: '^src/provider/sandbox/' },
+      to: { path: '^src/', pathNot: ['[/.]schemas\\.ts$', '^src/lib/'] },
+    },
+    {
+      name: 'schemas-use-typebox-only',
+      comment: 'The only package a schema file may import is TypeBox: anything else would follow it into the browser.',
+      severity: 'error',
+      from: { path: '[/.]schemas\\.ts$', pathNot: '^src/provider/sandbox/' },
+      to: { dependencyTypes: ['npm', 'npm-dev', 'core'], pathNot: 'node_modules/typebox/' },
+    },
+    {
+      name: 'http-knows-no-services',
+      comment: "The HTTP plumbing names no business module's service: what it needs of one is a port it declares (IdempotencyGate).",
+      severity: 'error',
+      from: { path: '^src/http/', pathNot: notTests },
+      to: { path: ['^src/modules/[^/]+/index\\.ts$', '\\.service\\.ts$', '\\.store\\.ts$'] },
+    },
+    {
+      name: 'modules-know-no-composition',
+      comment: 'Modules are built by the area files of src/composition/; none of them reaches back into it.',
+      severity: 'error',
+      from: { path: '^src/(modules|http|events|jobs|provider|db)/' },
+      to: { path: '^src/(composition/|app\\.ts$)' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: { pathNot: notTests },

@@ -27,6 +27,15 @@ export default tseslint.config(
     },
   },
   {
+    // Configuration enters once, in main.ts (loadConfig), and travels as an argument; the standalone
+    // sandbox's entry reads its own. Tests, benches and scripts set up environments of their own.
+    files: ['src/**/*.ts'],
+    ignores: ['src/main.ts', 'src/provider/sandbox/main.ts', 'src/**/*.test.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only main.ts reads the environment: take the value from Config.' }],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'src/**/*.test.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',

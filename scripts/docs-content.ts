@@ -11,7 +11,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { migrateToLatest, openStore } from '../src/db/connect.ts';
 import type { AccessRow } from '../src/http/access.ts';
 import { errorBody } from '../src/http/error-envelope.ts';
-import { API_VERSION as EVENTS_API_VERSION, EVENT_TYPES, type EventType } from '../src/events/catalog.ts';
+import { API_VERSION as EVENTS_API_VERSION, EVENT_TYPES, type EventType } from '../src/events/event-types.schemas.ts';
 import { WEBHOOK_RETRY_DELAYS } from '../src/jobs/catalog.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { AppError, ERROR_CODES, ERROR_TYPES, type ErrorCode, type ErrorType } from '../src/lib/errors.ts';
@@ -26,7 +26,7 @@ import {
   SCOPES,
   type Role,
   type Scope,
-} from '../src/modules/credentials/scopes.ts';
+} from '../src/modules/credentials/scopes.schemas.ts';
 
 export interface GeneratedDoc {
   /** Relative to the repository root. */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DAY } from '../src/lib/clock.ts';
-import { SCOPES } from '../src/modules/credentials/scopes.ts';
+import { SCOPES } from '../src/modules/credentials/scopes.schemas.ts';
 import type { TestServer } from './harness.ts';
 import { addMember, assertError, createConnection, createKey, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from './factories.ts';
 

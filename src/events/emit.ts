@@ -2,7 +2,7 @@ import type { Db, Trx } from '../db/connect.ts';
 import type { EventsTable } from '../db/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
-import { API_VERSION, type EventType } from './catalog.ts';
+import { API_VERSION, type EventType } from './event-types.schemas.ts';
 import type { EventEnvelope } from './envelope.ts';
 import type { EventsStore } from './events.store.ts';
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { API_VERSION, EVENT_TYPE_NAMES } from './catalog.ts';
+import { API_VERSION, EVENT_TYPE_NAMES } from './event-types.schemas.ts';
 
 /** The event envelope, exactly as the spec's table: what every webhook delivery carries. */
 export const EventEnvelopeSchema = Type.Object({

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../lib/errors.ts';
 import type { Principal } from '../modules/credentials/principal.ts';
-import type { CredentialKind, Role, Scope } from '../modules/credentials/scopes.ts';
+import type { CredentialKind, Role, Scope } from '../modules/credentials/scopes.schemas.ts';
 import type { HttpServer } from './server.ts';
 
 /**

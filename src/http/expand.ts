@@ -1,21 +1,10 @@
-import Type from 'typebox';
 import { invalidParam } from '../lib/errors.ts';
+import { MAX_EXPANSIONS } from './schemas.ts';
 
 /**
  * `expand=a,b`: the relations a list or get endpoint can embed. Each endpoint declares its own, so
  * an unknown or nested name is refused with the list of valid ones instead of being ignored.
  */
-export const MAX_EXPANSIONS = 4;
-
-export function ExpandParameter(relations: readonly string[]) {
-  return Type.Optional(
-    Type.String({
-      maxLength: 200,
-      description: `Comma-separated relations to embed (at most ${MAX_EXPANSIONS}): ${relations.join(', ')}.`,
-    }),
-  );
-}
-
 export function parseExpand(value: string | undefined, relations: readonly string[]): string[] {
   if (value === undefined || value.trim() === '') return [];
   const names = [...new Set(value.split(',').map((name) => name.trim()).filter((name) => name !== ''))];

@@ -1,6 +1,22 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { Claim, IdempotencyKeysService, IdempotencyRequirement } from '../modules/idempotency-keys/index.ts';
+import type { Principal } from '../modules/credentials/principal.ts';
 import type { HttpServer } from './server.ts';
+
+export type IdempotencyRequirement = 'required' | 'optional';
+
+/**
+ * What the hooks ask of the idempotency-keys module, whose service answers it: the rules (what a
+ * key may be, when a response is replayed, stored or released) live there, the HTTP here.
+ */
+export interface IdempotencyGate<Claim extends { readonly scope: { readonly key: string } }> {
+  readKey(header: string | string[] | undefined, requirement: IdempotencyRequirement): string | undefined;
+  begin(
+    caller: Principal,
+    key: string,
+    request: { method: string; route: string; params: unknown; query: unknown; body: unknown },
+  ): Promise<{ readonly kind: 'execute'; readonly claim: Claim } | { readonly kind: 'replay'; readonly status: number; readonly body: string }>;
+  finish(claim: Claim, response: { status: number; body: string | undefined; errorCode: string | undefined }): Promise<'stored' | 'released' | 'lost'>;
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -42,7 +58,7 @@ function errorCodeOf(status: number, body: string | undefined): string | undefin
  * passed (a refused request stores nothing), and the response is captured as serialized after any
  * other onSend hook. Must be registered before the routes.
  */
-export function registerIdempotency(app: HttpServer, service: IdempotencyKeysService): void {
+export function registerIdempotency<Claim extends { readonly scope: { readonly key: string } }>(app: HttpServer, service: IdempotencyGate<Claim>): void {
   const claims = new WeakMap<FastifyRequest, Claim>();
 
   async function claimKey(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {

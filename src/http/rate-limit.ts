@@ -3,7 +3,7 @@ import type { Redis, RedisOptions } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
-import type { CredentialKind } from '../modules/credentials/scopes.ts';
+import type { CredentialKind } from '../modules/credentials/scopes.schemas.ts';
 import type { HttpServer } from './server.ts';
 
 /**

@@ -66,3 +66,15 @@ export function ListOf<T extends TSchema>(item: T) {
 
 export const DeletedResponse = (object: string) =>
   Type.Object({ id: Type.String(), object: Type.Literal(object), deleted: Type.Literal(true) });
+
+/** `expand=a,b`: at most this many relations, each one of the endpoint's own (see expand.ts). */
+export const MAX_EXPANSIONS = 4;
+
+export function ExpandParameter(relations: readonly string[]) {
+  return Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: `Comma-separated relations to embed (at most ${MAX_EXPANSIONS}): ${relations.join(', ')}.`,
+    }),
+  );
+}

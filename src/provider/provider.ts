@@ -15,7 +15,8 @@ export interface ProviderCredentials {
   messagesPerSecond?: number;
 }
 
-export type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker';
+export { MEDIA_KINDS, type MediaKind } from './provider.schemas.ts';
+import type { MediaKind, TemplateCategory, TemplateStatus } from './provider.schemas.ts';
 
 /** Media is either already uploaded to the provider (`id`) or fetched by it from a URL (`link`). */
 export type MediaSource = { id: string } | { link: string };
@@ -167,26 +168,7 @@ export interface DownloadedMedia {
   stream: Readable;
 }
 
-export const TEMPLATE_STATUSES = [
-  'approved',
-  'pending',
-  'rejected',
-  'paused',
-  'disabled',
-  'in_appeal',
-  'flagged',
-  'locked',
-  'pending_deletion',
-  'deleted',
-  'archived',
-  'limit_exceeded',
-  'unknown',
-] as const;
-/** A template's review state; `unknown` stands for a state the adapter does not know yet. */
-export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number];
-
-export const TEMPLATE_CATEGORIES = ['marketing', 'utility', 'authentication'] as const;
-export type TemplateCategory = (typeof TEMPLATE_CATEGORIES)[number];
+export { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type TemplateCategory, type TemplateStatus } from './provider.schemas.ts';
 
 export type TemplateButton =
   | { type: 'quick_reply'; text: string }

@@ -1,7 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { MODES, SCOPES } from '../credentials/scopes.ts';
-import { ExpandParameter } from '../../http/expand.ts';
-import { Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { MODES, SCOPES } from '../credentials/scopes.schemas.ts';
+import { ExpandParameter, Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { ConnectionSchema } from '../connections/connections.schemas.ts';
 
 export const API_KEY_RELATIONS = ['connection'] as const;

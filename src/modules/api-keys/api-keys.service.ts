@@ -15,7 +15,7 @@ import {
   ORGANIZATION_KEY_DEFAULT_SCOPES,
   type Mode,
   type Scope,
-} from '../credentials/scopes.ts';
+} from '../credentials/scopes.schemas.ts';
 import type { ApiKey, ApiKeyKind, ApiKeyWithSecret, CreateApiKeyInput } from './api-keys.schemas.ts';
 import type { ApiKeysStore } from './api-keys.store.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../lib/crypto.ts';
-import { CONNECTION_KEY_SCOPES, ORGANIZATION_KEY_DEFAULT_SCOPES } from '../credentials/scopes.ts';
+import { CONNECTION_KEY_SCOPES, ORGANIZATION_KEY_DEFAULT_SCOPES } from '../credentials/scopes.schemas.ts';
 import { startServer, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 

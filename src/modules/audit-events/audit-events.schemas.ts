@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { CREDENTIAL_KINDS } from '../credentials/scopes.ts';
+import { CREDENTIAL_KINDS } from '../credentials/scopes.schemas.ts';
 import { Id, ListOf, ListQuery, Nullable, Timestamp } from '../../http/schemas.ts';
 
 export const ACTOR_TYPES = ['member', 'api_key', 'oauth_token', 'system'] as const;

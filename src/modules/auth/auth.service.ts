@@ -6,7 +6,7 @@ import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { ROLE_SCOPES } from '../credentials/scopes.ts';
+import { ROLE_SCOPES } from '../credentials/scopes.schemas.ts';
 import type { MembersService } from '../members/index.ts';
 import type { Member } from '../members/members.schemas.ts';
 import type { OrganizationsService } from '../organizations/index.ts';

@@ -3,7 +3,7 @@ import { toBoolean } from '../../db/dialect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { ConnectionsTable } from '../../db/schema.ts';
 import type { EventSink } from '../../events/emit.ts';
-import type { EventType } from '../../events/catalog.ts';
+import type { EventType } from '../../events/event-types.schemas.ts';
 import { connectionOnboard, connectionOnboardingDeadline } from '../../jobs/catalog.ts';
 import { JobError } from '../../jobs/job.ts';
 import type { Queue } from '../../jobs/queue.ts';

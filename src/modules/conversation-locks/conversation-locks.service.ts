@@ -8,7 +8,7 @@ import { AppError, invalidParam } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Conversation, ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { ROLE_SCOPES } from '../credentials/scopes.ts';
+import { ROLE_SCOPES } from '../credentials/scopes.schemas.ts';
 import type { MembersService } from '../members/index.ts';
 import {
   LOCK_DEFAULT_TTL_SECONDS,

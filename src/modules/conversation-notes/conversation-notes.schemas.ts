@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
-import { CREDENTIAL_KINDS } from '../credentials/scopes.ts';
+import { CREDENTIAL_KINDS } from '../credentials/scopes.schemas.ts';
 
 export const NoteSchema = Type.Object({
   id: Id('note'),

@@ -5,7 +5,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
-import type { CredentialKind } from '../credentials/scopes.ts';
+import type { CredentialKind } from '../credentials/scopes.schemas.ts';
 import type { CreateNoteInput, Note } from './conversation-notes.schemas.ts';
 import type { ConversationNotesStore } from './conversation-notes.store.ts';
 

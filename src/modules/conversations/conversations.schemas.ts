@@ -1,6 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { ExpandParameter } from '../../http/expand.ts';
-import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { ExpandParameter, Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { ContactSchema } from '../contacts/contacts.schemas.ts';
 import { MessageSchema } from '../messages/messages.schemas.ts';
 

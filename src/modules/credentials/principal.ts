@@ -1,5 +1,5 @@
 import type { ConnectionScope } from '../../db/connection-scope.ts';
-import type { CredentialKind, Mode, Role, Scope } from './scopes.ts';
+import type { CredentialKind, Mode, Role, Scope } from './scopes.schemas.ts';
 
 /** Who is calling: the resolved credential, attached to every authenticated request. */
 export interface Principal {

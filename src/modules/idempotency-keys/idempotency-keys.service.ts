@@ -2,7 +2,7 @@ import type { Db } from '../../db/connect.ts';
 import { DAY, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
 import { randomToken, sha256Hex, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, ERROR_CODES } from '../../lib/errors.ts';
-import type { Mode } from '../credentials/scopes.ts';
+import type { Mode } from '../credentials/scopes.schemas.ts';
 import type { IdempotencyKeysStore, KeyScope } from './idempotency-keys.store.ts';
 
 /** What a route declares: `required` for send endpoints, where a retry must never send twice. */

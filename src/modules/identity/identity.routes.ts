@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { requirePrincipal } from '../../http/access.ts';
 import { Id, Nullable } from '../../http/schemas.ts';
 import type { HttpServer } from '../../http/server.ts';
-import { CREDENTIAL_KINDS, MODES, SCOPES } from '../credentials/scopes.ts';
+import { CREDENTIAL_KINDS, MODES, SCOPES } from '../credentials/scopes.schemas.ts';
 import { MemberSchema } from '../members/members.schemas.ts';
 import type { MembersService } from '../members/index.ts';
 import { OrganizationSchema } from '../organizations/organizations.schemas.ts';

@@ -3,9 +3,9 @@
  * like (cloud-api-facts.md §5). Checked on upload so that a file the provider would refuse at send
  * time, minutes later and inside a job, is refused at once with a clear error instead.
  */
-import type { MediaKind } from '../../provider/provider.ts';
+import { MEDIA_KINDS, type MediaKind } from '../../provider/provider.schemas.ts';
 
-export const MEDIA_KINDS = ['image', 'video', 'audio', 'document', 'sticker'] as const satisfies readonly MediaKind[];
+export { MEDIA_KINDS };
 
 /**
  * The provider's ceilings, in decimal bytes as it counts them. Stickers are 100 KB when static and

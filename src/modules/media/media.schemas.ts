@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { Id, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
-import { MEDIA_KINDS } from './media-types.ts';
+import { MEDIA_KINDS } from '../../provider/provider.schemas.ts';
 
 export const MEDIA_SOURCES = ['upload', 'inbound'] as const;
 export type MediaSource = (typeof MEDIA_SOURCES)[number];

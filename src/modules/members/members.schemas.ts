@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { ROLES } from '../credentials/scopes.ts';
+import { ROLES } from '../credentials/scopes.schemas.ts';
 import { Id, ListOf, ListQuery, Nullable, Timestamp } from '../../http/schemas.ts';
 
 export const RoleSchema = Type.Enum(ROLES);

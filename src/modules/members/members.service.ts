@@ -4,7 +4,7 @@ import type { UsersTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { Role } from '../credentials/scopes.ts';
+import type { Role } from '../credentials/scopes.schemas.ts';
 import type { Member } from './members.schemas.ts';
 import type { MemberRow, MembersStore } from './members.store.ts';
 

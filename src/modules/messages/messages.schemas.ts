@@ -1,6 +1,6 @@
 import Type, { type Static, type TProperties } from 'typebox';
 import { Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
-import { TemplateSendSchema } from '../templates/index.ts';
+import { TemplateSendSchema } from '../templates/templates.schemas.ts';
 
 export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const;
 export const MESSAGE_STATUSES = ['received', 'queued', 'sent', 'delivered', 'read', 'failed'] as const;

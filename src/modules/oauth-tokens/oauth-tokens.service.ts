@@ -4,7 +4,7 @@ import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { OAUTH_FORBIDDEN_SCOPES, SCOPES, type Scope } from '../credentials/scopes.ts';
+import { OAUTH_FORBIDDEN_SCOPES, SCOPES, type Scope } from '../credentials/scopes.schemas.ts';
 import type { OauthTokensStore } from './oauth-tokens.store.ts';
 
 export const OAUTH_TOKEN_PREFIX = 'oat_';

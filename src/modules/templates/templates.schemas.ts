@@ -1,6 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { Id, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
-import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../../provider/provider.ts';
+import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../../provider/provider.schemas.ts';
 
 export const PARAMETER_FORMATS = ['positional', 'named'] as const;
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/catalog.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/event-types.schemas.ts';
 import { Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 
 export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { verifyWebhookSignature } from '../../events/webhook-signature.ts';
-import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/catalog.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/event-types.schemas.ts';
 import { startServer, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
