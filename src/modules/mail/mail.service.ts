@@ -17,15 +17,18 @@ export interface MailTransport {
   send(mail: OutgoingMail & { from: string }): Promise<{ messageId: string }>;
 }
 
-export function createMailService(deps: {
+export interface MailServiceDeps {
   db: Db;
   store: MailStore;
   clock: Clock;
   queue: Pick<Queue, 'enqueue'>;
   transport: MailTransport;
   members: Pick<MembersService, 'ownerEmails'>;
+  /** The sender of every mail. */
   from: string;
-}) {
+}
+
+export function createMailService(deps: MailServiceDeps) {
   const { db, store, clock, queue, transport, members } = deps;
   const service = {
     /** Records a mail and queues its sending in the caller's transaction: it leaves only if the cause commits. */
