@@ -183,6 +183,9 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
   return {
     /** The endpoints an event goes to: enabled, subscribed to its type, of its connection if they name one. */
     async findSubscribers(trx: Db, organizationId: string, type: EventType, connectionId: string | null): Promise<string[]> {
+      // A `ping` goes only to the endpoint being tested, sent by `test` itself: listing `ping` in
+      // `events` never makes an endpoint hear another endpoint's test.
+      if (type === 'ping') return [];
       const endpoints = await store.listEnabled(trx, organizationId);
       return endpoints
         .filter((endpoint) => (JSON.parse(endpoint.events) as string[]).includes(type))
