@@ -172,16 +172,21 @@ describe('tenant isolation', () => {
     assert.deepEqual(list.body.data.map((c: { id: string }) => c.id), [mine.id]);
   });
 
-  it('a test key is refused on a live connection, and a live key on a test connection', async () => {
+  it('a test key is refused on a live connection; a live organization key reaches test connections too', async () => {
     const live = await createConnection(server, alpha, { test: false });
     const test = await createConnection(server, alpha, { test: true });
     const testKey = await createKey(server, alpha.token, { kind: 'organization', mode: 'test' });
     const liveKey = await createKey(server, alpha.token, { kind: 'organization', mode: 'live' });
-    assertError(await server.request('GET', `/v1/connections/${live.id}`, { token: testKey.key }), 403, 'test_key_on_live_connection');
-    assertError(await server.request('GET', `/v1/connections/${test.id}`, { token: liveKey.key }), 403, 'live_key_on_test_connection');
+    const refused = assertError(await server.request('GET', `/v1/connections/${live.id}`, { token: testKey.key }), 403, 'test_key_on_live_connection');
+    assert.equal(refused.type, 'permission_error');
+    assertError(await server.request('PATCH', `/v1/connections/${live.id}`, { token: testKey.key, body: { name: 'x' } }), 403, 'test_key_on_live_connection');
+    assert.equal((await server.request('GET', `/v1/connections/${test.id}`, { token: liveKey.key })).status, 200);
+    assert.equal((await server.request('PATCH', `/v1/connections/${test.id}`, { token: liveKey.key, body: { name: 'Renamed by a live key' } })).body.name, 'Renamed by a live key');
     assert.equal((await server.request('GET', `/v1/connections/${test.id}`, { token: testKey.key })).status, 200);
     const testList = await server.request('GET', '/v1/connections', { token: testKey.key });
     assert.ok(testList.body.data.every((c: { test: boolean }) => c.test));
+    const liveList = (await server.request('GET', '/v1/connections?limit=100', { token: liveKey.key })).body.data.map((c: { id: string }) => c.id);
+    assert.ok(liveList.includes(live.id) && liveList.includes(test.id), 'a live organization key lists live and test connections');
     const identity = await server.request('GET', '/v1/identity', { token: testKey.key });
     assert.equal(identity.body.mode, 'test');
     assert.equal(identity.body.organization.id, alpha.organizationId);

@@ -3,13 +3,13 @@ import type { Database } from './schema.ts';
 
 /**
  * Who may see what belongs to a connection: everything of the organization, narrowed to one
- * connection for a connection key and to the connections of one mode for an API key.
+ * connection for a connection key and to the test connections for a test key.
  */
 export interface ConnectionScope {
   organizationId: string;
   /** A connection key sees only its own connection's resources. */
   connectionId?: string | null | undefined;
-  /** An API key sees only the resources of connections of its own mode. */
+  /** Only the resources of connections with this `test` flag: a test key sees test connections only. */
   test?: boolean | undefined;
 }
 

@@ -40,9 +40,10 @@ export const EVENT_TYPES = {
 
 export type EventType = keyof typeof EVENT_TYPES;
 
+/**
+ * Every type, `ping` included, is a valid value of an endpoint's `events` (the spec: "the values are
+ * the event types in the Events part"); `ping` is still sent only by the test operation.
+ */
 export const EVENT_TYPE_NAMES = Object.keys(EVENT_TYPES) as EventType[];
-
-/** Types an endpoint may subscribe to: everything but `ping`, which only the test operation sends. */
-export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPE_NAMES.filter((type) => type !== 'ping');
 
 export const API_VERSION = 'v1';

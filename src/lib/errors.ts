@@ -152,12 +152,6 @@ export const ERROR_CODES = define({
     description: 'A test-mode key (`csk_test_…`, `cok_test_…`) was used against a live connection. Test keys reach only connections marked as test.',
     resolution: 'Use a live key, or a test connection.',
   },
-  live_key_on_test_connection: {
-    type: 'permission_error', status: 403, retryable: false,
-    title: 'Live key on a test connection',
-    description: 'A live key was used against a test connection. Modes never mix, so test traffic stays out of usage and billing.',
-    resolution: 'Use a test key (`…_test_…`) for test connections.',
-  },
   role_insufficient: {
     type: 'permission_error', status: 403, retryable: false,
     title: 'Role insufficient',
@@ -257,6 +251,12 @@ export const ERROR_CODES = define({
     title: 'Invite expired',
     description: 'The invite has expired, was revoked, or was already accepted.',
     resolution: 'Ask an owner or admin for a new invite.',
+  },
+  resource_limit_reached: {
+    type: 'conflict_error', status: 409, retryable: false,
+    title: 'Resource limit reached',
+    description: 'The organization already has as many of this kind of resource as the service allows on every plan (for example 500 active schedules, or 100 enabled automations). Limits that depend on the subscription are `plan_limit_reached` instead.',
+    resolution: 'Delete, disable or pause resources of this kind that are no longer needed, then send the request again.',
   },
 
   // idempotency_error

@@ -107,11 +107,17 @@ describe('API keys', () => {
       );
     });
 
-    it('a test connection key for a live connection is refused, and the reverse', async () => {
+    it('a test connection key for a live connection is refused; a live one for a test connection is not', async () => {
       const live = await createConnection(server, owner, { test: false });
       const test = await createConnection(server, owner, { test: true });
-      assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'test', connection_id: live.id } }), 403, 'test_key_on_live_connection');
-      assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live', connection_id: test.id } }), 403, 'live_key_on_test_connection');
+      const refused = assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'test', connection_id: live.id } }), 403, 'test_key_on_live_connection');
+      assert.equal(refused.param, '/connection_id');
+      // Only test keys are confined to test connections: a live key may be bound to a test connection.
+      const key = await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: test.id });
+      assert.match(key.key, /^csk_live_/);
+      assert.equal((await server.request('GET', `/v1/connections/${test.id}`, { token: key.key })).status, 200);
+      assertError(await server.request('GET', `/v1/connections/${live.id}`, { token: key.key }), 404, 'resource_not_found');
+      assert.deepEqual((await server.request('GET', '/v1/connections', { token: key.key })).body.data.map((c: { id: string }) => c.id), [test.id]);
     });
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {

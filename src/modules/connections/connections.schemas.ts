@@ -30,7 +30,7 @@ export const ConnectionSchema = Type.Object({
   status: Type.Enum(CONNECTION_STATUSES, {
     description: '`needs_reauth`: the provider no longer accepts the stored token; `POST .../reauthorise` with a new code. `disconnected`: deleted; kept for its history.',
   }),
-  test: Type.Boolean({ description: 'Test connections take test keys only, and their traffic is excluded from usage.' }),
+  test: Type.Boolean({ description: 'A test connection takes test keys as well as live ones (a test key takes test connections only); its traffic is never counted as usage, whichever key sent it.' }),
   coexistence: Type.Boolean({ description: "The number is also used from the owner's business messaging app." }),
   phone_number_id: Type.String(),
   waba_id: Type.String(),

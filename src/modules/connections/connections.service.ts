@@ -92,15 +92,13 @@ function numberFields(info: PhoneNumberInfo, coexistence: boolean) {
 }
 
 /**
- * The mode rule of the spec: a test key reaches only test connections; we hold live keys to the
- * mirror rule so that test traffic can never be counted as live, nor live traffic hidden as test.
+ * The mode rule of the spec: a test key reaches only test connections. A live key is not confined:
+ * an organization key grants every connection of its organization, test ones included. Whether
+ * traffic is test is the connection's `test` flag, never the key's mode.
  */
 export function assertModeAllows(principal: Principal, connection: { test: boolean }, param?: string): void {
   if (principal.mode === 'test' && !connection.test) {
     throw new AppError('test_key_on_live_connection', 'A test key cannot be used against a live connection.', { param: param ?? null });
-  }
-  if (principal.mode === 'live' && connection.test) {
-    throw new AppError('live_key_on_test_connection', 'A live key cannot be used against a test connection.', { param: param ?? null });
   }
 }
 

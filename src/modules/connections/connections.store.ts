@@ -6,7 +6,7 @@ export interface ConnectionScope {
   organizationId: string;
   /** A connection key sees only its own connection. */
   connectionId?: string | null | undefined;
-  /** An API key sees only connections of its own mode. */
+  /** Only connections with this `test` flag: a test key sees test connections only. */
   test?: boolean | undefined;
 }
 

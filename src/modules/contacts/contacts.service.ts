@@ -300,7 +300,7 @@ export function createContactsService(deps: ContactsServiceDeps) {
 
     /**
      * The 24-hour window with one connection: the one named, else a connection key's own, else the
-     * one the contact last wrote to among those the credential sees (of its mode, for an API key).
+     * one the contact last wrote to among those the credential sees (test ones only, for a test key).
      */
     async window(principal: Principal, id: string, connectionId: string | undefined): Promise<ContactWindow> {
       const contact = await getRow(db, principal, id);

@@ -937,9 +937,13 @@ describe('the 24-hour window', () => {
     const testKey = await createKey(server, dashboard, { kind: 'organization', mode: 'test' });
     const connectionOf = async (as: string) => (await window(first.contact_id, '', as)).body.connection_id;
     assert.equal(await connectionOf(dashboard), sandboxTest.id, 'a dashboard token sees every connection');
-    assert.equal(await connectionOf(token), sales.id, 'a live key sees live connections');
+    assert.equal(await connectionOf(token), sandboxTest.id, 'a live organization key sees every connection, test ones included');
     assert.equal(await connectionOf(testKey.key), sandboxTest.id);
     assert.equal(await connectionOf(supportKey.key), support.id, 'a connection key sees its own');
+    server.clock.advance(HOUR);
+    await inboundMessage(server, sales.phone_number_id, phone);
+    assert.equal(await connectionOf(token), sales.id);
+    assert.equal(await connectionOf(testKey.key), sandboxTest.id, 'a test key sees test connections only');
   });
 
   it("another organization's contact, a deleted one, or a connection the credential cannot see is resource_not_found", async () => {

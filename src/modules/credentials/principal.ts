@@ -25,12 +25,12 @@ export interface Actor {
 
 /**
  * What belongs to a connection is visible when its connection is: a connection key sees its own
- * connection only, an API key only the connections of its mode, a dashboard or OAuth token all.
+ * connection only, a test key only test connections, a live key, a dashboard or OAuth token all.
  */
 export function connectionScopeOf(principal: Principal): ConnectionScope {
   return {
     organizationId: principal.organizationId,
     connectionId: principal.connectionId,
-    test: principal.mode === null ? undefined : principal.mode === 'test',
+    test: principal.mode === 'test' ? true : undefined,
   };
 }

@@ -509,4 +509,45 @@ describe('sending messages', () => {
       assertError(await server.request('POST', `/v1/messages/${received.id}/typing`, { token: stranger.token }), 404, 'resource_not_found');
     });
   });
+
+  describe('test connections and key modes', () => {
+    it('a live organization key sends on a test connection, end to end through the sandbox, and lists and reads what it sent', async () => {
+      // Connected with the live key itself: it may create a test connection as well as use one.
+      const testLine = await createConnection(server, { token: key }, { test: true, name: 'Test line' });
+      assert.equal(testLine.test, true);
+      const from = newCustomer();
+      const received = await inbound(from, testLine);
+      assert.equal(received.connection_id, testLine.id, 'the live key reads the inbound message of the test connection');
+      const response = await send({ connection_id: testLine.id, contact_id: received.contact_id, type: 'text', text: { body: 'Sent with a live key' } });
+      assert.equal(response.status, 201, response.text);
+      assert.equal(response.body.connection_id, testLine.id);
+      assert.equal(response.body.conversation_id, received.conversation_id);
+      await settle();
+      const sent = await getMessage(response.body.id);
+      assert.equal(sent.status, 'read');
+      assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.waId, from, 'the sandbox number of the test connection sent it');
+      assert.deepEqual(deliveriesFor(sent.id).filter((event) => event.type === 'message.status').map((event) => event.data.object.status), ['queued', 'sent', 'delivered', 'read']);
+      const listed = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}&order=asc`, { token: key });
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual(listed.body.data.map((message: Message) => message.id), [received.id, sent.id]);
+      const byConnection = await server.request('GET', `/v1/messages?connection_id=${testLine.id}`, { token: key });
+      assert.deepEqual(byConnection.body.data.map((message: Message) => message.id), [sent.id, received.id]);
+      assert.equal((await server.request('GET', `/v1/conversations/${received.conversation_id}`, { token: key })).status, 200);
+      const read = await server.request('POST', `/v1/messages/${received.id}/read`, { token: key });
+      assert.equal(read.status, 200, read.text);
+    });
+
+    it('a test key is refused on a live connection with test_key_on_live_connection, and nothing is stored', async () => {
+      // Earlier tests moved the clock past the sign-up's dashboard token: log in afresh to create the key.
+      const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
+      const testKey = (await createKey(server, login.body.token, { kind: 'organization', mode: 'test' })).key;
+      const received = await inbound(newCustomer());
+      const refused = assertError(await send({ contact_id: received.contact_id, type: 'text', text: { body: 'From a test key' } }, { token: testKey }), 403, 'test_key_on_live_connection');
+      assert.equal(refused.type, 'permission_error');
+      assert.equal(refused.param, '/connection_id');
+      assertError(await server.request('GET', `/v1/connections/${line.id}`, { token: testKey }), 403, 'test_key_on_live_connection');
+      const listed = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}`, { token: key });
+      assert.deepEqual(listed.body.data.map((message: Message) => message.id), [received.id]);
+    });
+  });
 });

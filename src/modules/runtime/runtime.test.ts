@@ -154,11 +154,14 @@ describe('the runtime surface', () => {
       assertError(await server.request('GET', `/runtime/v24.0/${body.id}`, { token: key }), 404, 'resource_not_found');
     });
 
-    it('a test key relays for a test connection', async () => {
+    it('a test key relays for a test connection, and so does a live key bound to one', async () => {
       const testConnection = await createConnection(server, owner, { test: true });
       const testKey = await runtimeKey(server, owner, testConnection.id, { mode: 'test' });
       const relayed = await get(`/runtime/v24.0/${testConnection.phone_number_id}`, testKey);
       assert.equal(relayed.status, 200, relayed.text);
+      const liveKey = await runtimeKey(server, owner, testConnection.id, { mode: 'live' });
+      const relayedLive = await get(`/runtime/v24.0/${testConnection.phone_number_id}`, liveKey);
+      assert.equal(relayedLive.status, 200, relayedLive.text);
     });
   });
 

@@ -398,13 +398,13 @@ describe('templates: who sees what', () => {
     assert.equal(assertError(sync, 404, 'resource_not_found').param, '/connection_id');
   });
 
-  it("an API key sees only its mode's connections; a dashboard token sees both", async () => {
+  it("a test key sees only test connections' templates; a live key and a dashboard token see both", async () => {
     const live = await createKey(server, alpha.token, { kind: 'organization', mode: 'live' });
     const test = await createKey(server, alpha.token, { kind: 'organization', mode: 'test' });
-    assert.deepEqual(ids(await server.request('GET', '/v1/templates?order=asc', { token: live.key })), [onOne.id, onTwo.id]);
+    assert.deepEqual(ids(await server.request('GET', '/v1/templates?order=asc', { token: live.key })), [onOne.id, onTwo.id, onTest.id]);
     assert.deepEqual(ids(await server.request('GET', '/v1/templates', { token: test.key })), [onTest.id]);
     assertError(await server.request('GET', `/v1/templates/${onOne.id}`, { token: test.key }), 404, 'resource_not_found');
-    assertError(await server.request('GET', `/v1/templates/${onTest.id}`, { token: live.key }), 404, 'resource_not_found');
+    assert.equal((await server.request('GET', `/v1/templates/${onTest.id}`, { token: live.key })).status, 200);
     assert.deepEqual(ids(await server.request('GET', '/v1/templates?order=asc', { token: alpha.token })), [onOne.id, onTwo.id, onTest.id]);
   });
 

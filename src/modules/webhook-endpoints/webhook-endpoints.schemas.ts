@@ -1,12 +1,15 @@
 import Type, { type Static } from 'typebox';
-import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/event-types.schemas.ts';
+import { EVENT_TYPE_NAMES } from '../../events/event-types.schemas.ts';
 import { Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 
 export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'The receiver: an https URL, resolved again on every delivery.' });
-const Events = Type.Array(Type.Enum(SUBSCRIBABLE_EVENT_TYPES), { minItems: 1, maxItems: SUBSCRIBABLE_EVENT_TYPES.length, uniqueItems: true });
+const Events = Type.Array(Type.Enum(EVENT_TYPE_NAMES), {
+  minItems: 1, maxItems: EVENT_TYPE_NAMES.length, uniqueItems: true,
+  description: 'The event types to receive. `ping` may be listed, but only the test operation sends it, to the endpoint tested, listed or not.',
+});
 
 export const WebhookEndpointSchema = Type.Object({
   id: Id('webhookEndpoint'),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { verifyWebhookSignature } from '../../events/webhook-signature.ts';
-import { SUBSCRIBABLE_EVENT_TYPES } from '../../events/event-types.schemas.ts';
+import { EVENT_TYPE_NAMES } from '../../events/event-types.schemas.ts';
 import { startServer, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
@@ -93,7 +93,11 @@ describe('webhook endpoints', () => {
       const unknown = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created', 'contact.exploded'] } }), 400, 'validation_failed');
       assert.equal(unknown.param, '/events/1');
       assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: [] } }), 400, 'validation_failed');
-      assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping'] } }), 400, 'validation_failed');
+      const repeated = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping', 'ping'] } }), 400, 'validation_failed');
+      assert.equal(repeated.param, '/events');
+      const created = await createEndpoint({ events: ['ping'] });
+      const patched = assertError(await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, { token: apiKey, body: { events: ['ping', 'contact.exploded'] } }), 400, 'validation_failed');
+      assert.equal(patched.param, '/events/1');
     });
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {
@@ -149,7 +153,7 @@ describe('webhook endpoints', () => {
       const mine = await createConnection(server, owner);
       const other = await createConnection(server, owner);
       const scoped = await createEndpoint({ connection_id: mine.id, url: `${receiver.url}/scoped` });
-      const everything = await createEndpoint({ url: `${receiver.url}/all`, events: [...SUBSCRIBABLE_EVENT_TYPES] });
+      const everything = await createEndpoint({ url: `${receiver.url}/all`, events: [...EVENT_TYPE_NAMES] });
       await emit('contact.created', mine.id);
       await emit('contact.created', other.id);
       await emit('contact.updated', mine.id);
@@ -253,6 +257,53 @@ describe('webhook endpoints', () => {
       const stranger = await signUp(server);
       assertError(await server.request('POST', `/v1/webhook-deliveries/${original.id}/replay`, { token: stranger.token }), 404, 'resource_not_found');
       await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+  });
+
+  describe('ping in an endpoint\'s events', () => {
+    const deliveriesOf = async (id: string) => (await server.request('GET', `/v1/webhook-endpoints/${id}/deliveries`, { token: apiKey })).body.data as { event_type: string }[];
+
+    it('is accepted on create and on update, and shown by get and list', async () => {
+      const created = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping'] } });
+      assert.equal(created.status, 201, created.text);
+      assert.deepEqual(created.body.events, ['ping']);
+      const other = await createEndpoint({ events: ['contact.created'] });
+      const patched = await server.request('PATCH', `/v1/webhook-endpoints/${other.id}`, { token: apiKey, body: { events: ['contact.created', 'ping'] } });
+      assert.equal(patched.status, 200, patched.text);
+      assert.deepEqual(patched.body.events, ['contact.created', 'ping']);
+      assert.deepEqual((await server.request('GET', `/v1/webhook-endpoints/${created.body.id}`, { token: apiKey })).body.events, ['ping']);
+      const listed = (await server.request('GET', '/v1/webhook-endpoints?limit=100', { token: apiKey })).body.data as { id: string; events: string[] }[];
+      assert.deepEqual(listed.find((endpoint) => endpoint.id === created.body.id)?.events, ['ping']);
+      assert.deepEqual(listed.find((endpoint) => endpoint.id === other.id)?.events, ['contact.created', 'ping']);
+    });
+
+    it('an endpoint subscribed only to ping receives no other event, nor the pings of other endpoints', async () => {
+      const pingOnly = await createEndpoint({ events: ['ping'] });
+      const contacts = await createEndpoint({ events: ['contact.created'] });
+      await emit('contact.created');
+      await emit('contact.updated');
+      await deliver();
+      assert.deepEqual((await deliveriesOf(contacts.id)).map((d) => d.event_type), ['contact.created']);
+      assert.deepEqual(await deliveriesOf(pingOnly.id), []);
+      const tested = await server.request('POST', `/v1/webhook-endpoints/${contacts.id}/test`, { token: apiKey });
+      assert.equal(tested.body.success, true);
+      assert.equal(await deliver(), 0, 'a test is sent by the operation alone, never queued for subscribers of ping');
+      assert.deepEqual(await deliveriesOf(pingOnly.id), []);
+      assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).type), ['contact.created', 'ping']);
+    });
+
+    it('the test operation pings the endpoint tested once, whether its events list ping or not', async () => {
+      for (const events of [['contact.created'], ['ping'], ['ping', 'contact.created']]) {
+        const endpoint = await createEndpoint({ events });
+        receiver.received.length = 0;
+        const tested = await server.request('POST', `/v1/webhook-endpoints/${endpoint.id}/test`, { token: apiKey });
+        assert.equal(tested.status, 200, tested.text);
+        assert.equal(tested.body.success, true);
+        await deliver();
+        assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).type), ['ping'], `events ${events.join(', ')}`);
+        assert.deepEqual((await deliveriesOf(endpoint.id)).map((d) => d.event_type), ['ping']);
+        await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+      }
     });
   });
 
