@@ -3,7 +3,7 @@
  * its figures are the fixed cost every /v1 request pays (routing, hooks, credential lookup, rate
  * limit, one read, response serialization) against bare Fastify sending the very same bytes.
  */
-import { mib, measure, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
+import { mib, measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
 
 const CONNECTIONS = 50;
 const SECONDS = 10;
@@ -17,8 +17,8 @@ await runBench('identity', async () => {
     body: { email: 'bench@example.com', password: 'correct horse battery staple', organization_name: 'Bench Ltd' },
     expectStatus: 201,
   });
-  // One key per connection: a single key's rate-limit bucket (200 a second) would turn most of the
-  // run into 429s and measure the limiter instead of the route. The keys are alike but for their id.
+  // One key per connection, as many clients would call; the keys are alike but for their id, so every
+  // answer has the captured size. The limiter never caps the load (startApp raises every bucket).
   const keys: string[] = [];
   for (let i = 0; i < CONNECTIONS; i++) {
     const created = await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
@@ -62,5 +62,6 @@ await runBench('identity', async () => {
   console.log('');
   printResult('identity', 'req_per_s', real.reqPerSec, base.reqPerSec);
   printResult('identity', 'p99_ms', real.p99Ms, base.p99Ms, 2);
+  printCpuResult('identity', real.cpuUsPerRequest, base.cpuUsPerRequest);
   console.log(`server RSS after the run: ${mib(rss)} MiB (before it: ${mib(rssBefore)} MiB; bare Fastify after its run: ${mib(baselineRss)} MiB)`);
 });

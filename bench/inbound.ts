@@ -17,7 +17,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { InboundCounts, JobCounts, WaitForInboundArgs } from './app-commands.ts';
-import { cpuSeconds, percentile, positiveIntegerFromEnv, mib, printResult, printTable, reportToParent, requestJson, runBench, startApp, startHelper, type AppServer } from './lib.ts';
+import { cpuSeconds, cpuUsPer, percentile, positiveIntegerFromEnv, mib, printCpuResult, printResult, printTable, reportToParent, requestJson, runBench, startApp, startCpuClock, startHelper, type AppServer } from './lib.ts';
 
 const PATH = '/provider/webhook';
 // What the service answers an accepted webhook with; the baseline sends the same bytes.
@@ -215,9 +215,9 @@ async function bench(): Promise<void> {
   // The same bodies several times over (the baseline keeps nothing, so repeats cost it the same): at
   // its rate one pass lasts under a second, short enough for one hiccup of the machine to set its p99.
   const baselineWebhooks = Array.from({ length: BASELINE_PASSES }, () => measured).flat();
-  const baseCpuBefore = cpuSeconds(baseline.pid);
+  const baseCpu = startCpuClock(baseline.pid);
   const base = await postAll(baseline.url, baselineWebhooks);
-  const baseCpuAfter = cpuSeconds(baseline.pid);
+  const baseCpuUs = baseCpu.usPer(baselineWebhooks.length);
   await baseline.stop();
 
   // The two halves apart. The worker is not running yet (bench/serve-app.ts starts it on command),
@@ -227,9 +227,9 @@ async function bench(): Promise<void> {
     throw new Error(`the baseline answers ${base.sample.contentType} ${base.sample.body}, the service ${warm.sample.contentType} ${warm.sample.body}`);
   }
   const queuedBefore = await counts(app);
-  const acceptCpuBefore = cpuSeconds(app.pid);
+  const acceptCpu = startCpuClock(app.pid);
   const acceptOnly = await postAll(app.url, split);
-  const acceptCpuAfter = cpuSeconds(app.pid);
+  const acceptCpuUs = acceptCpu.usPer(SPLIT_WEBHOOKS);
   // ...then the service's own worker (as src/main.ts starts it with ROLE=all) drains them all, the
   // warm-up's first (jobs are claimed by run_at): those are the processing path's warm-up, so the
   // drain's row runs from the warm-up's last message to the batch's last. Both times come from the
@@ -279,8 +279,9 @@ async function bench(): Promise<void> {
   const processed = perSecond(WEBHOOKS, real.startedAt, processedAt);
   // By the time stamps, not by a count taken then: that count would wait behind the worker on SQLite.
   const processedDuringPosts = done.receivedByCounts[0]! - drained.messages;
-  const cpuUs = (count: number, from: number | undefined, to: number | undefined) =>
-    from === undefined || to === undefined ? 'n/a' : (((to - from) * 1e6) / count).toFixed(0);
+  const acceptedCpuUs = cpuUsPer(WEBHOOKS, cpuBefore, cpuAccepted);
+  const processedCpuUs = cpuUsPer(WEBHOOKS, cpuBefore, cpuDone);
+  const us = (value: number | undefined) => value?.toFixed(0) ?? 'n/a';
   const ms = (value: number) => value.toFixed(1);
   const latencies = (run: PostRun) => [ms(percentile(run.latenciesMs, 0.5)), ms(percentile(run.latenciesMs, 0.99)), ms(run.latenciesMs.at(-1)!)];
   const seconds = (fromMs: number, toMs: number) => ((toMs - fromMs) / 1000).toFixed(2);
@@ -291,25 +292,25 @@ async function bench(): Promise<void> {
     [
       [
         'service: accepted (200)', String(WEBHOOKS), seconds(real.startedAt, real.finishedAt), accepted.toFixed(0),
-        ...latencies(real), cpuUs(WEBHOOKS, cpuBefore, cpuAccepted),
+        ...latencies(real), us(acceptedCpuUs),
       ],
       [
         'service: fully processed', String(WEBHOOKS), seconds(real.startedAt, processedAt), processed.toFixed(0),
-        '', '', '', cpuUs(WEBHOOKS, cpuBefore, cpuDone),
+        '', '', '', us(processedCpuUs),
       ],
       [
         'baseline (bare Fastify, signature only)', String(baselineWebhooks.length), seconds(base.startedAt, base.finishedAt), baseAccepted.toFixed(0),
-        ...latencies(base), cpuUs(baselineWebhooks.length, baseCpuBefore, baseCpuAfter),
+        ...latencies(base), us(baseCpuUs),
       ],
       [
         '  apart: accepted, worker stopped', String(SPLIT_WEBHOOKS), seconds(acceptOnly.startedAt, acceptOnly.finishedAt),
         perSecond(SPLIT_WEBHOOKS, acceptOnly.startedAt, acceptOnly.finishedAt).toFixed(0), ...latencies(acceptOnly),
-        cpuUs(SPLIT_WEBHOOKS, acceptCpuBefore, acceptCpuAfter),
+        us(acceptCpuUs),
       ],
       [
         '  apart: drained by the worker, no HTTP', String(SPLIT_WEBHOOKS), seconds(drainFrom, drainTo),
         perSecond(SPLIT_WEBHOOKS, drainFrom, drainTo).toFixed(0), '', '', '',
-        cpuUs(SPLIT_WEBHOOKS, cpuDuringDrain(drainFrom), cpuDuringDrain(drainTo)),
+        us(cpuUsPer(SPLIT_WEBHOOKS, cpuDuringDrain(drainFrom), cpuDuringDrain(drainTo))),
       ],
     ],
   );
@@ -329,6 +330,9 @@ async function bench(): Promise<void> {
   printResult('inbound', 'accepted_per_s', accepted, baseAccepted);
   printResult('inbound', 'processed_per_s', processed, baseAccepted);
   printResult('inbound', 'p99_ms', percentile(real.latenciesMs, 0.99), percentile(base.latenciesMs, 0.99), 2);
+  // Per webhook: the service process (HTTP and worker) until the last answer, and until the last message stored.
+  printCpuResult('inbound', acceptedCpuUs, baseCpuUs);
+  printCpuResult('inbound', processedCpuUs, baseCpuUs, 'processed_server_cpu_us_per_req');
 }
 
 if (process.env.BENCH_INBOUND_ROLE === 'baseline') await serveBaseline();

@@ -12,6 +12,9 @@
  *
  * BENCH_PACING_SLACK_MS sets the pacer's slackMs (default 25; 0 spaces sends exactly 1 / ceiling apart).
  *
+ * The CPU figure: the sending processes' CPU time during the burst, per send, against the same
+ * 2,000 sends through the same adapter without the pacer, ten at a time (what pacing adds per send).
+ *
  * This file is also the two children (BENCH_PACING_ROLE `sandbox` or `sender`): bench/lib.ts forks a
  * script by name, and keeping them here keeps the bench in one file.
  */
@@ -24,12 +27,14 @@ import { createPacer, withPacing, type Pacer } from '../src/provider/pacing.ts';
 import { isProviderError, type OutboundMessage, type ProviderCredentials } from '../src/provider/provider.ts';
 import { createSandboxProvider } from '../src/provider/sandbox/index.ts';
 import { createCloudProvider, type CloudProvider } from '../src/provider/whatsapp/cloud-adapter.ts';
-import { printResult, printTable, reportToParent, runBench, startHelper, type BenchServer } from './lib.ts';
+import { printCpuResult, printResult, printTable, reportToParent, runBench, startCpuClock, startHelper, type BenchServer } from './lib.ts';
 
 const BURST = 2_000;
 const CEILING = 100;
 const IDEAL_SECONDS = (BURST - 1) / CEILING;
 const WARMUP_SENDS = 50;
+// The CPU baseline: the same sends without the pacer, this many in flight at once.
+const UNPACED_CONCURRENCY = 10;
 const APP_SECRET = 'bench-app-secret';
 const USER = '15551234567';
 // The whole burst queues in the pacer at once, 20 s deep: past the default maximum wait (10 s), which
@@ -83,8 +88,38 @@ async function warmUp(args: BurstArgs): Promise<null> {
   const pacer = createPacer({ redis, keyPrefix: args.keyPrefix, maxWaitMs: MAX_WAIT_MS, ...(args.slackMs === undefined ? {} : { slackMs: args.slackMs }) });
   sender = { cloud, redis, pacer };
   if (redis) for (let i = 0; i < 10; i++) await pacer.acquire(`warm-up-${i}`, CEILING);
-  for (let i = 0; i < WARMUP_SENDS; i += 10) await Promise.all(Array.from({ length: 10 }, () => cloud.sendMessage(args.credentials, MESSAGE)));
+  await warmSends(cloud, args.credentials);
   return null;
+}
+
+/** Unpaced sends, ten at a time, thrown away: they compile the send path and open the pool's connections. */
+async function warmSends(cloud: CloudProvider, credentials: ProviderCredentials): Promise<void> {
+  for (let i = 0; i < WARMUP_SENDS; i += 10) await Promise.all(Array.from({ length: 10 }, () => cloud.sendMessage(credentials, MESSAGE)));
+}
+
+/**
+ * The baseline of the CPU figure: `count` sends through the same cloud adapter without the pacer,
+ * UNPACED_CONCURRENCY at a time, from this process; answers this process's CPU µs per send. Any
+ * failed send (a non-2xx from the sandbox) fails the bench.
+ */
+async function unpacedCpuUsPerSend(sandboxUrl: string, credentials: ProviderCredentials, count: number): Promise<number | undefined> {
+  const cloud = cloudProvider(sandboxUrl);
+  try {
+    await warmSends(cloud, credentials);
+    const cpu = startCpuClock(process.pid);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: UNPACED_CONCURRENCY }, async () => {
+        while (next < count) {
+          next++;
+          await cloud.sendMessage(credentials, MESSAGE);
+        }
+      }),
+    );
+    return cpu.usPer(count);
+  } finally {
+    await cloud.close();
+  }
 }
 
 /** `count` paced sends fired at once from this process; fails if any send failed. */
@@ -184,6 +219,8 @@ function percentiles(values: number[]): { p99: number; max: number } {
 
 interface Scenario {
   name: string;
+  /** CPU µs per send of the sending processes (this one, and the sender child with Redis) during the burst. */
+  cpuUsPerSend: number | undefined;
   arrivals: number[];
   issued: number[];
   firedAt: number;
@@ -236,14 +273,22 @@ async function connect(sandboxUrl: string): Promise<ProviderCredentials> {
   }
 }
 
-/** Each sender is a pair: its warm-up, then its burst, fired together once every sender is warm. */
-async function run(sandbox: BenchServer, name: string, senders: { warmUp(): Promise<unknown>; burst(): Promise<BurstFigures> }[]): Promise<Scenario> {
+/**
+ * Each sender is a pair: its warm-up, then its burst, fired together once every sender is warm.
+ * `pids`: the processes the senders run in, whose CPU time during the bursts is the scenario's.
+ */
+async function run(
+  sandbox: BenchServer, name: string, pids: number[], senders: { warmUp(): Promise<unknown>; burst(): Promise<BurstFigures> }[],
+): Promise<Scenario> {
   await Promise.all(senders.map((each) => each.warmUp()));
   await sandbox.call('reset');
+  const cpu = startCpuClock(...pids);
   const results = await Promise.all(senders.map((each) => each.burst()));
+  const cpuUsPerSend = cpu.usPer(BURST);
   const arrivals = await sandbox.call<number[]>('arrivals');
   return {
     name,
+    cpuUsPerSend,
     arrivals,
     issued: results.flatMap((result) => result.issuedAt),
     firedAt: Math.min(...results.map((result) => result.firedAt)),
@@ -272,7 +317,7 @@ async function main(): Promise<void> {
 
   const scenarios: Scenario[] = [];
   const inMemory: BurstArgs = { ...args, count: BURST, keyPrefix: 'bench:pacing' };
-  scenarios.push(await run(sandbox, 'memory, 1 process', [{ warmUp: () => warmUp(inMemory), burst: () => burst(inMemory) }]));
+  scenarios.push(await run(sandbox, 'memory, 1 process', [process.pid], [{ warmUp: () => warmUp(inMemory), burst: () => burst(inMemory) }]));
 
   if (redisUrl) {
     const keyPrefix = `bench:pacing:${randomBytes(6).toString('hex')}`;
@@ -280,7 +325,7 @@ async function main(): Promise<void> {
     const half: BurstArgs = { ...args, count: BURST / 2, redisUrl, keyPrefix };
     try {
       scenarios.push(
-        await run(sandbox, 'Redis, 2 processes', [
+        await run(sandbox, 'Redis, 2 processes', [process.pid, child.pid], [
           { warmUp: () => warmUp(half), burst: () => burst(half) },
           { warmUp: () => child.call('warmUp', half), burst: () => child.call<BurstFigures>('burst', half) },
         ]),
@@ -298,29 +343,41 @@ async function main(): Promise<void> {
   } else {
     console.log('BENCH_REDIS_URL not set: the two-process scenario over Redis is skipped');
   }
+  const unpacedCpuUs = await unpacedCpuUsPerSend(sandbox.url, credentials, BURST);
 
   console.log('');
   const rows = scenarios.map((scenario) => ({ scenario, ...figures(scenario) }));
+  const us = (value: number | undefined) => value?.toFixed(0) ?? 'n/a';
   printTable(
-    ['scenario', 'sends', 'max in any 1 s', 'max issued in 1 s', `tightest ${CEILING + 1} ms`, 'path p99 / max ms', 'first→last s', 'ideal s', 'ratio', 'fired→done s', 'throttled'],
+    [
+      'scenario', 'sends', 'max in any 1 s', 'max issued in 1 s', `tightest ${CEILING + 1} ms`, 'path p99 / max ms', 'first→last s', 'ideal s', 'ratio',
+      'fired→done s', 'throttled', 'sender CPU µs/send',
+    ],
     rows.map((row) => [
       row.scenario.name, String(row.sends), String(row.maxWindow), String(row.maxWindowIssued), row.tightestMs.toFixed(1),
       row.pathMs ? `${row.pathMs.p99.toFixed(1)} / ${row.pathMs.max.toFixed(1)}` : 'n/a',
       row.burstSeconds.toFixed(2), IDEAL_SECONDS.toFixed(2), (row.burstSeconds / IDEAL_SECONDS).toFixed(3),
-      row.firedToDoneSeconds.toFixed(2), String(row.scenario.throttled),
+      row.firedToDoneSeconds.toFixed(2), String(row.scenario.throttled), us(row.scenario.cpuUsPerSend),
     ]),
   );
   console.log('');
   console.log(
     `max in any 1 s: arrivals at the sandbox in any window [t, t + 1 s); issued: the same for the calls leaving the pacer. ` +
       `tightest ${CEILING + 1}: the shortest time ${CEILING + 1} consecutive arrivals took (1,000 ms or more keeps every window at ${CEILING}). ` +
-      'path: from leaving the pacer to arriving at the sandbox. first→last: first arrival to last; fired→done: the sends fired to the last answer.',
+      'path: from leaving the pacer to arriving at the sandbox. first→last: first arrival to last; fired→done: the sends fired to the last answer. ' +
+      `sender CPU: the sending processes' CPU time during the burst per send; without the pacer (${UNPACED_CONCURRENCY} at a time, this process): ` +
+      `${us(unpacedCpuUs)} µs a send.`,
   );
+  // A throttle answer is a non-2xx from the provider: with the sandbox's own ceiling out of the way,
+  // the burst then measured withPacing's retries, not the pacing.
+  const throttled = rows.filter((row) => row.scenario.throttled > 0).map((row) => `${row.scenario.name}: ${row.scenario.throttled}`);
+  if (throttled.length > 0) throw new Error(`the sandbox answered throttle errors (${throttled.join('; ')})`);
   console.log('');
   for (const row of rows) {
     const suffix = row.scenario.name.startsWith('Redis') ? '_redis' : '';
     printResult('pacing', `max_per_second_window${suffix}`, row.maxWindow, CEILING, 0);
     printResult('pacing', `burst_seconds${suffix}`, row.burstSeconds, IDEAL_SECONDS, 2);
+    printCpuResult('pacing', row.scenario.cpuUsPerSend, unpacedCpuUs, `server_cpu_us_per_req${suffix}`);
   }
   for (const row of rows) {
     // Reported, not failed: beyond the pacer's slack, a stall of either process on a busy machine

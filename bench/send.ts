@@ -12,7 +12,7 @@
  *
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
-import { measure, mib, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
+import { measure, mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
 
 const CONNECTIONS = 50;
 const SECONDS = 10;
@@ -59,8 +59,8 @@ await runBench('send', async () => {
     }
   }
 
-  // One connection key per load connection: one key's bucket (100 a second) would measure the
-  // limiter. Each load connection writes to its own customer's conversation.
+  // One connection key per load connection, each writing to its own customer's conversation: fifty
+  // agents at once (startApp raises every bucket, so the limiter never caps the load).
   const connectionHeaders: Record<string, string>[] = [];
   for (let i = 0; i < CONNECTIONS; i++) {
     const created = await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
@@ -96,6 +96,9 @@ await runBench('send', async () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   if (queued !== 0) throw new Error(`messages still queued ${DRAIN_TIMEOUT_MS} ms after the load stopped`);
+  // A send the provider refused (a non-2xx from the sandbox) fails the bench, as a refused request does.
+  const failed = await requestJson<{ data: { id: string; error: unknown }[] }>(`${app.url}${PATH}?status=failed&limit=1`, { token: signup.token });
+  if (failed.data.length > 0) throw new Error(`a message failed to send: ${JSON.stringify(failed.data[0])}`);
   const drainMs = Date.now() - loadEnded;
   const rss = await app.rss();
 
@@ -116,4 +119,6 @@ await runBench('send', async () => {
   printResult('send', 'p50_ms', real.p50Ms, base.p50Ms, 2);
   printResult('send', 'p99_ms', real.p99Ms, base.p99Ms, 2);
   printResult('send', 'api_only_req_per_s', apiOnly.reqPerSec, base.reqPerSec);
+  printCpuResult('send', real.cpuUsPerRequest, base.cpuUsPerRequest);
+  printCpuResult('send', apiOnly.cpuUsPerRequest, base.cpuUsPerRequest, 'api_only_server_cpu_us_per_req');
 });

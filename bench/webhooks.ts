@@ -17,7 +17,7 @@
  */
 import { Agent, request } from 'undici';
 import type { EmitEventsResult, JobCounts, StartWorkerArgs } from './app-commands.ts';
-import { cpuSeconds, percentile, positiveIntegerFromEnv, printResult, printTable, requestJson, runBench, startApp, startHelper, type AppServer, type BenchServer } from './lib.ts';
+import { percentile, positiveIntegerFromEnv, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startCpuClock, startHelper, type AppServer, type BenchServer } from './lib.ts';
 import type { ReceiptSummary } from './serve-receivers.ts';
 
 const BURST_EVENTS = positiveIntegerFromEnv('BENCH_WEBHOOK_EVENTS') ?? 2_000;
@@ -85,14 +85,14 @@ async function deliver(
 ): Promise<Scenario> {
   const expected = options.events * options.endpoints;
   await receivers.call('reset');
-  const cpuBefore = cpuSeconds(app.pid);
+  const cpu = startCpuClock(app.pid);
   const [emitted, arrived] = await Promise.all([
     app.call<EmitEventsResult>('emitEvents', {
       organizationId: options.organizationId, count: options.events, perSecond: options.perSecond, concurrency: options.emitConcurrency,
     }),
     receivers.call<ReceiptSummary>('waitFor', { total: expected, timeoutMs: ARRIVAL_TIMEOUT_MS }),
   ]);
-  const cpuAfter = cpuSeconds(app.pid);
+  const cpuUsPerDelivery = cpu.usPer(expected);
   checkArrivals(name, arrived, expected);
   return {
     name,
@@ -102,7 +102,7 @@ async function deliver(
     p50Ms: percentile(arrived.latenciesMs, 0.5),
     p99Ms: percentile(arrived.latenciesMs, 0.99),
     maxMs: arrived.latenciesMs.at(-1) ?? Number.NaN,
-    cpuUsPerDelivery: cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1e6) / expected,
+    cpuUsPerDelivery,
     emitMs: emitted.finishedAt - emitted.startedAt,
   };
 }
@@ -137,14 +137,14 @@ async function baseline(
   }
   await rawPosts(agent, options.urls, WARMUP_EVENTS, options.sample.body, headers);
   await receivers.call('reset');
-  const cpuBefore = process.cpuUsage();
+  const cpu = startCpuClock(process.pid);
   const ms = await rawPosts(agent, options.urls, options.total, options.sample.body, headers);
-  const cpu = process.cpuUsage(cpuBefore);
+  const cpuUsPerDelivery = cpu.usPer(options.total);
   checkArrivals(name, await receivers.call<ReceiptSummary>('waitFor', { total: options.total, timeoutMs: ARRIVAL_TIMEOUT_MS }), options.total, false);
   // Every request's round trip is part of `ms`; per-request latency would only repeat the receiver's.
   return {
     name, deliveries: options.total, deliveriesPerSec: options.total / (ms / 1000), p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN,
-    cpuUsPerDelivery: (cpu.user + cpu.system) / options.total,
+    cpuUsPerDelivery,
   };
 }
 
@@ -219,6 +219,9 @@ await runBench('webhooks', async () => {
   const [steady, burst, burstBase, fan, fanBase] = rows as [Scenario, Scenario, Scenario, Scenario, Scenario];
   printResult('webhooks', 'deliveries_per_s', burst.deliveriesPerSec, burstBase.deliveriesPerSec);
   printResult('webhooks', 'fanout_deliveries_per_s', fan.deliveriesPerSec, fanBase.deliveriesPerSec);
+  // Per delivery, of the sending process: the service's, or the bench's own for the raw POSTs.
+  printCpuResult('webhooks', burst.cpuUsPerDelivery, burstBase.cpuUsPerDelivery);
+  printCpuResult('webhooks', fan.cpuUsPerDelivery, fanBase.cpuUsPerDelivery, 'fanout_server_cpu_us_per_req');
   console.log(`RESULT webhooks burst_p50_ms=${burst.p50Ms.toFixed(0)} burst_p99_ms=${burst.p99Ms.toFixed(0)} fanout_p99_ms=${fan.p99Ms.toFixed(0)}`);
   console.log(`RESULT webhooks steady_per_s=${STEADY_PER_SECOND} steady_p50_ms=${steady.p50Ms.toFixed(0)} steady_p99_ms=${steady.p99Ms.toFixed(0)} target_p99_ms=250`);
 });

@@ -62,7 +62,7 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   });
   await server.register(cookie);
   const accessTable = registerAccessControl(server, services.credentials.authenticate);
-  await registerRateLimits(server, { redis, clock, keyPrefix: config.rateLimitKeyPrefix, unauthenticatedPerMinute: config.rateLimitUnauthenticatedPerMinute });
+  await registerRateLimits(server, { redis, clock, keyPrefix: config.rateLimitKeyPrefix, unauthenticatedPerMinute: config.rateLimitUnauthenticatedPerMinute, credentialMultiplier: config.rateLimitCredentialMultiplier });
   registerIdempotency(server, services.idempotencyKeys);
   await registerOpenApi(server, { publicBaseUrl: config.publicBaseUrl, version: API_VERSION });
   for (const module of modules) module.routes?.(server);

@@ -26,11 +26,27 @@ describe('configuration', () => {
     [{ PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234' }, 'PROVIDER_APP_SECRET'],
     [{ PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234', PROVIDER_APP_SECRET: 's' }, 'PROVIDER_VERIFY_TOKEN'],
     [{ PROVIDER_API_VERSION: '24' }, 'PROVIDER_API_VERSION'],
+    [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '0' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
+    [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '2.5' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
+    [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '1000001' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
   ] as const) {
     it(`names ${variable} when ${JSON.stringify(env)} is wrong or incomplete`, () => {
       assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(`${variable}: `));
     });
   }
+
+  it('keeps the spec’s credential limits unless RATE_LIMIT_CREDENTIAL_MULTIPLIER raises them, by a whole number up to a million', () => {
+    assert.equal(loadConfig({}).rateLimitCredentialMultiplier, 1);
+    assert.equal(loadConfig({ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '1000' }).rateLimitCredentialMultiplier, 1000);
+    assert.equal(loadConfig({ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '1000000' }).rateLimitCredentialMultiplier, 1_000_000);
+    for (const value of ['lots', '-3', '1e3', '1000001']) {
+      assert.throws(
+        () => loadConfig({ RATE_LIMIT_CREDENTIAL_MULTIPLIER: value }),
+        (error: Error) => error instanceof ConfigError && !error.message.includes('\n') &&
+          error.message.startsWith('RATE_LIMIT_CREDENTIAL_MULTIPLIER: must be a whole number') && error.message.includes(`(got "${value}")`),
+      );
+    }
+  });
 
   it('accepts a master key as hex or base64', () => {
     const hex = 'ab'.repeat(32);

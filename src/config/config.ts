@@ -16,6 +16,12 @@ export interface Config {
   rateLimitKeyPrefix: string;
   /** The per-source-address budget of unauthenticated requests; the spec's value is 20. */
   rateLimitUnauthenticatedPerMinute: number;
+  /**
+   * Multiplies the burst and the rate of every credential bucket (connection and organization keys,
+   * OAuth and dashboard tokens); 1, the spec's limits. Raised by benchmarks and load tests only, so
+   * that the limiter still runs on every request but never refuses one.
+   */
+  rateLimitCredentialMultiplier: number;
   /** 32 bytes. Unset: generated into `dataDir` on the first embedded start. */
   masterKey: Buffer | undefined;
   providerMode: 'sandbox' | 'cloud';
@@ -77,11 +83,12 @@ function port(env: Env, name: string, fallback: number): number {
   return parsed;
 }
 
-function positiveInteger(env: Env, name: string, fallback: number): number {
+function positiveInteger(env: Env, name: string, fallback: number, max?: number): number {
   const value = text(env, name);
   if (value === undefined) return fallback;
   const parsed = Number(value);
   if (!/^\d+$/.test(value) || parsed < 1 || !Number.isSafeInteger(parsed)) throw new ConfigError(name, `must be a whole number of at least 1 (got "${value}")`);
+  if (max !== undefined && parsed > max) throw new ConfigError(name, `must be a whole number from 1 to ${max} (got "${value}")`);
   return parsed;
 }
 
@@ -128,6 +135,9 @@ export function loadConfig(env: Env): Config {
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimitKeyPrefix: text(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'ratelimit',
     rateLimitUnauthenticatedPerMinute: positiveInteger(env, 'RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', 20),
+    // At most a million: the smallest interval between tokens (an organization key's, 5 ns) stays
+    // above the bucket arithmetic's rounding margin (1 ns).
+    rateLimitCredentialMultiplier: positiveInteger(env, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER', 1, 1_000_000),
     masterKey: masterKey(env, 'MASTER_KEY'),
     providerMode,
     providerBaseUrl: url(env, 'PROVIDER_BASE_URL', ['http:', 'https:']),

@@ -294,6 +294,27 @@ describe('rate limits: a token bucket per credential and per source address', ()
     });
   });
 
+  describe(`credential buckets raised for benchmarks and load tests (${store} store)`, () => {
+    it('RATE_LIMIT_CREDENTIAL_MULTIPLIER=10 serves an OAuth token 60 requests at once where the spec’s bucket stops at 40; the address bucket keeps its 20', async () => {
+      const server = await startServer({ env: { ...limitsEnv(), RATE_LIMIT_CREDENTIAL_MULTIPLIER: '10' } });
+      try {
+        const owner = await signUp(server);
+        const { token } = await oauthToken(server, owner.organizationId);
+        const startedAt = performance.now();
+        const responses = await all(server, 60, 'GET', '/v1/identity', { token });
+        assert.deepEqual(responses.map((response) => response.status), responses.map(() => 200));
+        assert.equal(rateHeaders(responses[0]!).limit, 400);
+        const left = Math.min(...responses.map((response) => rateHeaders(response).remaining));
+        assertBetween(left, 340, 340 + refilledSince(startedAt, { burst: 400, perSecond: 200 }), 'remaining after 60');
+        const organizationKey = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
+        assert.equal(rateHeaders(await server.request('GET', '/v1/identity', { token: organizationKey.key })).limit, 4000);
+        assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).limit, 20);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
   describe('refill, on the memory store and the service clock', () => {
     let server: TestServer;
     before(async () => {

@@ -38,6 +38,22 @@ const CREDENTIAL_NAMES: Readonly<Record<CredentialKind, string>> = {
   dashboard_token: 'dashboard token',
 };
 
+/**
+ * The credential buckets with burst and rate both multiplied by `multiplier`
+ * (RATE_LIMIT_CREDENTIAL_MULTIPLIER): the time a bucket takes to fill stays the spec's. Only
+ * benchmarks and load tests raise it, so that the limiter runs on every request but never refuses.
+ */
+export function credentialBuckets(multiplier: number): Readonly<Record<CredentialKind, BucketPolicy>> {
+  if (multiplier === 1) return CREDENTIAL_BUCKETS;
+  const scale = (policy: BucketPolicy): BucketPolicy => ({ burst: policy.burst * multiplier, perSecond: policy.perSecond * multiplier });
+  return {
+    connection_key: scale(CREDENTIAL_BUCKETS.connection_key),
+    organization_key: scale(CREDENTIAL_BUCKETS.organization_key),
+    oauth_token: scale(CREDENTIAL_BUCKETS.oauth_token),
+    dashboard_token: scale(CREDENTIAL_BUCKETS.dashboard_token),
+  };
+}
+
 /** The per-address bucket: `perMinute` requests at once, refilled over one minute. */
 export function addressBucket(perMinute: number): BucketPolicy {
   return { burst: perMinute, perSecond: perMinute / 60 };
@@ -194,6 +210,8 @@ export interface RateLimitOptions {
   clock: Clock;
   keyPrefix: string;
   unauthenticatedPerMinute: number;
+  /** Multiplies every credential bucket (see `credentialBuckets`); 1 is the spec's limits. */
+  credentialMultiplier: number;
 }
 
 function isExempt(request: FastifyRequest): boolean {
@@ -220,6 +238,13 @@ export async function registerRateLimits(app: HttpServer, options: RateLimitOpti
   const memory = createMemoryBuckets(options.clock);
   const shared = options.redis ? createRedisBuckets(options.redis, options.keyPrefix) : undefined;
   const perAddress = addressBucket(options.unauthenticatedPerMinute);
+  const perCredential = credentialBuckets(options.credentialMultiplier);
+  if (options.credentialMultiplier !== 1) {
+    app.log.warn(
+      { multiplier: options.credentialMultiplier },
+      'credential rate limits raised (RATE_LIMIT_CREDENTIAL_MULTIPLIER): for benchmarks and load tests only, never in production',
+    );
+  }
   const accounted = new WeakSet<FastifyRequest>();
 
   // Logged on changes only: during an outage every request would otherwise repeat the same warning.
@@ -238,7 +263,7 @@ export async function registerRateLimits(app: HttpServer, options: RateLimitOpti
   function bucketOf(request: FastifyRequest): { bucket: string; key: string; policy: BucketPolicy; who: string } {
     const principal = request.principal;
     if (principal) {
-      return { bucket: principal.kind, key: principal.credentialId, policy: CREDENTIAL_BUCKETS[principal.kind], who: `This ${CREDENTIAL_NAMES[principal.kind]}` };
+      return { bucket: principal.kind, key: principal.credentialId, policy: perCredential[principal.kind], who: `This ${CREDENTIAL_NAMES[principal.kind]}` };
     }
     return { bucket: 'address', key: request.ip, policy: perAddress, who: 'Unauthenticated traffic from this address' };
   }
