@@ -12,7 +12,7 @@
  * what it serves is small enough not to deserve a script of its own.
  *
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
- * BENCH_INBOUND_WEBHOOKS (default 4,000), BENCH_INBOUND_CONNECTIONS (50) and BENCH_INBOUND_CUSTOMERS
+ * BENCH_INBOUND_WEBHOOKS (default 2,500), BENCH_INBOUND_CONNECTIONS (50) and BENCH_INBOUND_CUSTOMERS
  * (20) change the size of the run.
  */
 import { createHmac, randomBytes } from 'node:crypto';
@@ -53,7 +53,7 @@ async function serveBaseline(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The bench.
 
-const WEBHOOKS = positiveIntegerFromEnv('BENCH_INBOUND_WEBHOOKS') ?? 4_000;
+const WEBHOOKS = positiveIntegerFromEnv('BENCH_INBOUND_WEBHOOKS') ?? 2_500;
 const CONNECTIONS = positiveIntegerFromEnv('BENCH_INBOUND_CONNECTIONS') ?? 50;
 const CUSTOMERS = positiveIntegerFromEnv('BENCH_INBOUND_CUSTOMERS') ?? 20;
 const WARMUP_WEBHOOKS = 400;
