@@ -180,6 +180,7 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   for (const module of [webhookEndpoints, mail, connections, providerWebhooks, conversations, locks, media, messages]) module.registerJobs(worker);
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: provider.graphBaseUrl, pacer: provider.pacer });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation: store.dialect.isUniqueViolation, secrets });
+  worker.assertComplete();
   return {
     routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages, templates, media, conversations, conversationNotes, locks],
     sandbox: provider.sandbox,
