@@ -5,7 +5,8 @@ import type { Dialect } from '../db/dialect.ts';
 import type { JobsTable } from '../db/schema.ts';
 import { SECOND, type Clock } from '../lib/clock.ts';
 import { JOBS } from './catalog.ts';
-import { JobError, isRetryable, type JobDefinition, type JobPayload } from './job.ts';
+import { JobError, isRecurring, isRetryable, type JobDefinition, type JobPayload } from './job.ts';
+import { createScheduler } from './scheduler.ts';
 
 export interface JobContext {
   readonly id: string;
@@ -36,7 +37,7 @@ export interface WorkerOptions {
   pollMs?: number;
   /**
    * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
-   * must have a handler before the worker starts.
+   * must have a handler before the worker starts, and the recurring ones among them are scheduled.
    */
   catalog?: readonly JobDefinition[];
 }
@@ -62,6 +63,7 @@ interface Registered {
 export function createWorker(options: WorkerOptions) {
   const { db, dialect, clock, log } = options;
   const catalog = new Map((options.catalog ?? JOBS).map((definition) => [definition.name, definition]));
+  const scheduler = createScheduler({ db, clock, jobs: [...catalog.values()].filter(isRecurring) });
   const concurrency = options.concurrency ?? 16;
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 100;
@@ -211,6 +213,11 @@ export function createWorker(options: WorkerOptions) {
 
   async function runLoop(): Promise<void> {
     while (running) {
+      try {
+        await scheduler.tick();
+      } catch (error) {
+        log.error({ err: error }, 'scheduling recurring jobs failed; retrying');
+      }
       let claimed: JobsTable[] = [];
       if (inFlight.size < refillBelow) {
         try {
@@ -274,10 +281,12 @@ export function createWorker(options: WorkerOptions) {
     },
 
     /**
-     * Runs every job that is due now, and those they make due, until none is left: for tests and
-     * tools that move a manual clock and want the consequences at once.
+     * Runs every job that is due now (the current slot of each recurring job included), and those
+     * they make due, until none is left: for tests and tools that move a manual clock and want the
+     * consequences at once.
      */
     async drain(): Promise<number> {
+      await scheduler.tick();
       let count = 0;
       for (;;) {
         const claimed = await claim(concurrency);
