@@ -10,6 +10,7 @@ import { RATE_LIMIT_REDIS_OPTIONS, registerRateLimits } from './http/rate-limit.
 import { createHttpServer, type HttpServer } from './http/server.ts';
 import { createEventEmitter } from './events/emit.ts';
 import { createEventsStore } from './events/events.store.ts';
+import { registerQueueMaintenance } from './jobs/maintenance.ts';
 import { createQueue } from './jobs/queue.ts';
 import { createWorker, type Worker } from './jobs/worker.ts';
 import type { Clock } from './lib/clock.ts';
@@ -180,6 +181,8 @@ function buildModules(store: Store, clock: Clock, config: Config, log: FastifyBa
   for (const module of [webhookEndpoints, mail, connections, providerWebhooks, conversations, locks, media, messages]) module.registerJobs(worker);
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: provider.graphBaseUrl, pacer: provider.pacer });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation: store.dialect.isUniqueViolation, secrets });
+  idempotencyKeys.registerJobs(worker);
+  registerQueueMaintenance(worker, { db, clock, log });
   worker.assertComplete();
   return {
     routes: [health, errorReference, auth, identity, connections, apiKeys, members, audit, webhookEndpoints, providerWebhooks, runtime, contacts, messages, templates, media, conversations, conversationNotes, locks],

@@ -8,8 +8,10 @@
  * and the table; src/http/idempotency.ts applies them to every authenticated POST route.
  */
 import type { Db } from '../../db/connect.ts';
+import type { Worker } from '../../jobs/worker.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { registerIdempotencyKeysJobs } from './idempotency-keys.job.ts';
 import { createIdempotencyKeysService } from './idempotency-keys.service.ts';
 import { createIdempotencyKeysStore } from './idempotency-keys.store.ts';
 
@@ -20,7 +22,8 @@ export function createIdempotencyKeysModule(deps: {
   secrets: Pick<SecretBox, 'seal' | 'open'>;
   lockTimeoutMs?: number;
 }) {
-  return { service: createIdempotencyKeysService({ ...deps, store: createIdempotencyKeysStore() }) };
+  const service = createIdempotencyKeysService({ ...deps, store: createIdempotencyKeysStore() });
+  return { service, registerJobs: (worker: Worker) => registerIdempotencyKeysJobs(worker, service) };
 }
 
 export {
