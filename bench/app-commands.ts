@@ -240,7 +240,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       } else {
         // Same handler as the service registers (webhook-endpoints.job.ts), other options.
         const own = createWorker({
-          db, dialect: store.dialect, clock: systemClock, log: app.server.log,
+          db, dialect: store.dialect, clock: systemClock, log: app.server.log, catalog: [webhookDelivery],
           ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
           ...(args.pollMs === undefined ? {} : { pollMs: args.pollMs }),
         });

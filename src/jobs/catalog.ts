@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { HOUR, MINUTE, SECOND } from '../lib/clock.ts';
-import { defineJob, retrySchedule } from './job.ts';
+import { defineJob, defineRecurringJob, retrySchedule } from './job.ts';
 
 /**
  * Every job the service runs: its name, payload and retry policy. Handlers live with the module
@@ -106,4 +106,23 @@ export const conversationLockExpire = defineJob({
   timeoutMs: 30 * SECOND,
 });
 
-export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline, messageSend, conversationWindowExpiring, mediaFetch, conversationLockExpire] as const;
+/**
+ * Recurring maintenance, one job per hour-slot (see scheduler.ts). Each deletes in bounded batches
+ * for at most `PURGE_BUDGET_MS` and leaves the rest to the next hour; a failed run is retried within
+ * the hour, and the next slot catches up in any case.
+ */
+const MAINTENANCE = { every: HOUR, retry: retrySchedule([MINUTE, 10 * MINUTE]), timeoutMs: MINUTE } as const;
+
+/** Deletes idempotency keys past their 24 hours (`IDEMPOTENCY_RETENTION_MS`). */
+export const idempotencyKeyPurge = defineRecurringJob({ name: 'idempotency_key.purge', ...MAINTENANCE });
+
+/** Deletes webhook delivery attempts past `DELIVERY_RETENTION_MS`, never one whose retry is still ahead. */
+export const webhookDeliveryPurge = defineRecurringJob({ name: 'webhook_delivery.purge', ...MAINTENANCE });
+
+/**
+ * Deletes finished jobs past `FINISHED_JOB_RETENTION`, and warns of queued jobs that no version of
+ * the service seems to know (overdue by an hour, of a name not in this catalogue).
+ */
+export const jobPurge = defineRecurringJob({ name: 'job.purge', ...MAINTENANCE });
+
+export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline, messageSend, conversationWindowExpiring, mediaFetch, conversationLockExpire, idempotencyKeyPurge, webhookDeliveryPurge, jobPurge] as const;

@@ -1,4 +1,5 @@
-import type { Static, TSchema } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
+import { MINUTE } from '../lib/clock.ts';
 
 /**
  * A job is typed data: a name, the schema of its payload, how often and when to retry, and how
@@ -38,6 +39,27 @@ export function retrySchedule(delays: readonly number[], options: { jitter?: num
       return Math.round(base * (1 + jitter * (2 * random() - 1)));
     },
   };
+}
+
+/** What a recurring job is given: the start of its slot, ISO 8601. */
+export const SlotPayload = Type.Object({ slot: Type.String() });
+
+/**
+ * Work that recurs every `every` ms. Its slots start at the multiples of `every` since the Unix epoch
+ * (an `every` of an hour: the top of each UTC hour); the scheduler enqueues one job per slot.
+ */
+export interface RecurringJobDefinition extends JobDefinition<typeof SlotPayload> {
+  readonly every: number;
+}
+
+export function defineRecurringJob(definition: Omit<RecurringJobDefinition, 'payload'>): RecurringJobDefinition {
+  // The scheduler looks at the clock every poll; a period shorter than this would be a busy loop.
+  if (!Number.isInteger(definition.every) || definition.every < MINUTE) throw new Error(`job ${definition.name} recurs every ${definition.every} ms; at least a minute`);
+  return { ...definition, payload: SlotPayload };
+}
+
+export function isRecurring(definition: JobDefinition): definition is RecurringJobDefinition {
+  return 'every' in definition && typeof definition.every === 'number';
 }
 
 export const NO_RETRY: RetryPolicy = { maxAttempts: 1, delayMs: () => 0 };

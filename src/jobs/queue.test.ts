@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import Type from 'typebox';
-import { ManualClock, SECOND } from '../lib/clock.ts';
+import { HOUR, ManualClock, SECOND } from '../lib/clock.ts';
 import { connectAgain, createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
-import { JobError, defineJob, retrySchedule } from './job.ts';
+import { JobError, defineJob, retrySchedule, type JobDefinition } from './job.ts';
 import { createQueue } from './queue.ts';
-import { createWorker, type Worker } from './worker.ts';
+import { createWorker, type Worker, type WorkerLog } from './worker.ts';
 
 const silent = { error: () => undefined, warn: () => undefined };
 const Tick = defineJob({ name: 'test.tick', payload: Type.Object({ n: Type.Integer() }), retry: retrySchedule([5 * SECOND, 30 * SECOND], { jitter: 0 }), timeoutMs: 1000 });
+/** A job only a newer version of the service knows. */
+const Newer = defineJob({ name: 'test.newer', payload: Type.Object({ n: Type.Integer() }), retry: retrySchedule([5 * SECOND], { jitter: 0 }), timeoutMs: 1000 });
 
 describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
@@ -24,11 +26,11 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     await testStore.store.db.deleteFrom('jobs').execute();
   });
 
-  const setup = (options: { leaseMs?: number; concurrency?: number; store?: TestStore } = {}) => {
+  const setup = (options: { leaseMs?: number; concurrency?: number; store?: TestStore; catalog?: readonly JobDefinition[]; log?: WorkerLog } = {}) => {
     clock ??= new ManualClock('2026-06-01T00:00:00Z');
     const store = (options.store ?? testStore).store;
     const queue = createQueue({ clock });
-    const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log: silent, pollMs: 10, ...options });
+    const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log: silent, pollMs: 10, catalog: [Tick], ...options });
     workers.push(worker);
     return { queue, worker, db: store.db };
   };
@@ -197,5 +199,84 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       workers = [];
       await other.destroy();
     }
+  });
+
+  describe('the catalogue at start-up', () => {
+    it('a catalogued job without a handler stops the worker from starting, and is named', () => {
+      const { worker } = setup({ catalog: [Tick, Newer] });
+      worker.register(Tick, async () => undefined);
+      assert.throws(() => worker.assertComplete(), { message: 'no handler registered for job test.newer' });
+      assert.throws(() => worker.start(), /test\.newer/);
+      worker.register(Newer, async () => undefined);
+      worker.assertComplete();
+    });
+
+    it('every missing handler is named at once', () => {
+      const { worker } = setup({ catalog: [Tick, Newer] });
+      assert.throws(() => worker.assertComplete(), { message: 'no handler registered for jobs test.tick, test.newer' });
+    });
+
+    it('a job that is not in the catalogue cannot be registered', () => {
+      const { worker } = setup({ catalog: [Tick] });
+      assert.throws(() => worker.register(Newer, async () => undefined), /test\.newer is not in the catalogue/);
+    });
+  });
+
+  describe('a job this worker does not know (a rolling deploy)', () => {
+    it('is never claimed: it stays queued, its attempts, time and error unchanged', async () => {
+      const warnings: string[] = [];
+      const { queue, worker, db } = setup({ catalog: [Tick], log: { error: () => undefined, warn: (_object: object, message: string) => void warnings.push(message) } });
+      const seen: number[] = [];
+      worker.register(Tick, async ({ n }) => void seen.push(n));
+      const unknown = await db.transaction().execute((trx) => queue.enqueue(trx, Newer, { n: 1 }));
+      const before = await statusOf(unknown);
+      await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 2 }));
+      assert.equal(await worker.drain(), 1, 'the job it knows still runs');
+      assert.deepEqual(seen, [2]);
+      clock.advance(HOUR);
+      assert.equal(await worker.drain(), 0);
+      const after = await statusOf(unknown);
+      assert.equal(after.status, 'queued');
+      assert.equal(after.attempts, 0);
+      assert.equal(after.run_at, before.run_at);
+      assert.equal(after.locked_by, null);
+      assert.equal(after.last_error, null);
+      assert.deepEqual(warnings, []);
+    });
+
+    it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'}: the one that knows a job runs it, the other never touches it`, async () => {
+      const other = usingPostgres ? connectAgain(testStore) : { ...testStore, destroy: async () => undefined };
+      try {
+        const older = setup({ catalog: [Tick] });
+        const newer = setup({ catalog: [Tick, Newer], store: other });
+        const ranBy = { older: [] as string[], newer: [] as string[] };
+        older.worker.register(Tick, async ({ n }) => void ranBy.older.push(`tick ${n}`));
+        newer.worker.register(Tick, async ({ n }) => void ranBy.newer.push(`tick ${n}`));
+        newer.worker.register(Newer, async ({ n }) => void ranBy.newer.push(`newer ${n}`));
+        await older.db.transaction().execute(async (trx) => {
+          for (let n = 0; n < 40; n++) await older.queue.enqueue(trx, n % 2 === 0 ? Tick : Newer, { n });
+        });
+
+        // The old worker alone first: it runs what it knows and leaves the rest as it was.
+        assert.equal(await older.worker.drain(), 20);
+        const waiting = await testStore.store.db.selectFrom('jobs').selectAll().where('name', '=', Newer.name).execute();
+        assert.equal(waiting.length, 20);
+        assert.ok(waiting.every((job) => job.status === 'queued' && job.attempts === 0));
+
+        await older.db.transaction().execute(async (trx) => {
+          for (let n = 40; n < 80; n++) await older.queue.enqueue(trx, n % 2 === 0 ? Tick : Newer, { n });
+        });
+        await Promise.all([older.worker.drain(), newer.worker.drain()]);
+        assert.ok(ranBy.older.every((run) => run.startsWith('tick')), 'the old worker ran only jobs it knows');
+        assert.equal(ranBy.newer.filter((run) => run.startsWith('newer')).length, 40);
+        assert.equal(ranBy.older.length + ranBy.newer.length, 80, 'each job ran once');
+        const jobs = await testStore.store.db.selectFrom('jobs').select(['status', 'attempts']).execute();
+        assert.ok(jobs.every((job) => job.status === 'succeeded' && job.attempts === 1), 'none failed, none counted twice');
+      } finally {
+        await Promise.all(workers.map((w) => w.stop(100)));
+        workers = [];
+        await other.destroy();
+      }
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { Value } from 'typebox/value';
 import type { Trx } from '../db/connect.ts';
-import type { Clock } from '../lib/clock.ts';
+import { DAY, type Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import type { JobDefinition, JobPayload } from './job.ts';
 
@@ -9,12 +9,22 @@ export interface EnqueueOptions {
   runAt?: Date;
   /**
    * A deterministic key for a job that must exist at most once (a timer, a scheduled slot). A second
-   * enqueue with the same key is ignored, even after the first has run, unless `replace` is set:
-   * then a job still waiting is moved to the new time and payload (a timer being pushed back).
+   * enqueue with the same key is ignored, even after the first has run (for as long as the finished
+   * job is kept: `FINISHED_JOB_RETENTION`), unless `replace` is set: then a job still waiting is
+   * moved to the new time and payload (a timer being pushed back).
    */
   dedupeKey?: string;
   replace?: boolean;
 }
+
+/**
+ * How long a finished job is kept (counted from its `run_at` and its last update, whichever is later).
+ * Its dedupe key protects until then: a scheduled slot needs that for one period after the slot
+ * starts (every recurring job's period is well below the week, checked by the scheduler), a timer
+ * for about an hour after it fires (the window warning re-enqueues only before the window closes).
+ * A week covers both with room to spare; failed jobs stay a month, as the trace of work given up on.
+ */
+export const FINISHED_JOB_RETENTION = { succeeded: 7 * DAY, failed: 30 * DAY } as const;
 
 /**
  * Writing jobs. `enqueue` takes the caller's transaction, so a change and the work it causes are

@@ -3,8 +3,10 @@ import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { Dialect } from '../db/dialect.ts';
 import type { JobsTable } from '../db/schema.ts';
-import type { Clock } from '../lib/clock.ts';
-import { JobError, isRetryable, type JobDefinition, type JobPayload } from './job.ts';
+import { SECOND, type Clock } from '../lib/clock.ts';
+import { JOBS } from './catalog.ts';
+import { JobError, isRecurring, isRetryable, type JobDefinition, type JobPayload } from './job.ts';
+import { createScheduler } from './scheduler.ts';
 
 export interface JobContext {
   readonly id: string;
@@ -33,7 +35,18 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How long to wait before looking again when nothing was due. */
   pollMs?: number;
+  /**
+   * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
+   * must have a handler before the worker starts, and the recurring ones among them are scheduled.
+   */
+  catalog?: readonly JobDefinition[];
 }
+
+/**
+ * How far a job this process cannot run is pushed when it has claimed one anyway: far enough that it
+ * does not spin on it, near enough that a worker that knows it takes it soon.
+ */
+export const HAND_BACK_DELAY_MS = 30 * SECOND;
 
 interface Registered {
   definition: JobDefinition;
@@ -44,9 +57,13 @@ interface Registered {
  * Runs due jobs. Claiming marks jobs running under a lease; a worker that dies leaves its jobs to
  * come back when the lease ends. Several workers (in several processes) share one queue: on
  * PostgreSQL they claim with `FOR UPDATE SKIP LOCKED`, on SQLite the single writer serialises them.
+ * A worker claims only the jobs it has a handler for: during a rolling deploy, a job only the new
+ * version knows waits for a new worker instead of being failed by an old one.
  */
 export function createWorker(options: WorkerOptions) {
   const { db, dialect, clock, log } = options;
+  const catalog = new Map((options.catalog ?? JOBS).map((definition) => [definition.name, definition]));
+  const scheduler = createScheduler({ db, clock, jobs: [...catalog.values()].filter(isRecurring) });
   const concurrency = options.concurrency ?? 16;
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 100;
@@ -63,12 +80,16 @@ export function createWorker(options: WorkerOptions) {
   async function claim(limit: number): Promise<JobsTable[]> {
     const now = clock.now();
     const nowIso = now.toISOString();
+    // Jobs of other names are left to workers that know them. The (status, run_at) index stays the
+    // path: the name is checked on the rows it yields, which are nearly all known ones.
+    const names = [...handlers.keys()];
+    if (names.length === 0) return [];
     return db.transaction().execute(async (trx) => {
       // Two queries rather than one OR: each is a range of the (status, run_at) index read in order,
       // where an OR made the store sort every due job to pick the next few.
       // A running job whose lease ran out belongs to a worker that died; it goes first.
       const expired = await dialect
-        .lockSkipLocked(trx.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).limit(limit))
+        .lockSkipLocked(trx.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).where('name', 'in', names).limit(limit))
         .execute();
       const queued =
         expired.length < limit
@@ -79,6 +100,7 @@ export function createWorker(options: WorkerOptions) {
                   .select('id')
                   .where('status', '=', 'queued')
                   .where('run_at', '<=', nowIso)
+                  .where('name', 'in', names)
                   .orderBy('run_at')
                   .limit(limit - expired.length),
               )
@@ -112,6 +134,23 @@ export function createWorker(options: WorkerOptions) {
       .execute();
   }
 
+  /**
+   * Returns a claimed job to the queue without counting the attempt: at `runAt` (default: when it
+   * was due), lease released. Only while this worker still holds it.
+   */
+  async function handBack(id: string, attempts: number, runAt?: Date): Promise<void> {
+    await db
+      .updateTable('jobs')
+      .set({
+        status: 'queued', locked_by: null, locked_until: null, attempts: attempts - 1, updated_at: clock.now().toISOString(),
+        ...(runAt ? { run_at: runAt.toISOString() } : {}),
+      })
+      .where('id', '=', id)
+      .where('locked_by', '=', workerId)
+      .where('attempts', '=', attempts)
+      .execute();
+  }
+
   function nextRunAt(error: unknown, definition: JobDefinition, attempts: number): Date {
     if (error instanceof JobError && error.retryAt) return error.retryAt;
     return new Date(clock.now().getTime() + definition.retry.delayMs(attempts));
@@ -120,8 +159,10 @@ export function createWorker(options: WorkerOptions) {
   async function execute(job: JobsTable, abort: AbortController): Promise<void> {
     const registered = handlers.get(job.name);
     if (!registered) {
-      log.error({ job_id: job.id, job: job.name }, 'no handler for job');
-      await settle(job, { status: 'failed', last_error: `no handler for ${job.name}` });
+      // Claims ask for known names only, so this is a safety net: a job is never failed for want of
+      // a handler, since another version of the service may have one.
+      log.warn({ job_id: job.id, job: job.name }, 'no handler for this job here; handed back for another worker');
+      await handBack(job.id, job.attempts, new Date(clock.now().getTime() + HAND_BACK_DELAY_MS));
       return;
     }
     const timeoutMs = registered.definition.timeoutMs;
@@ -165,8 +206,18 @@ export function createWorker(options: WorkerOptions) {
     return promise;
   }
 
+  function assertComplete(): void {
+    const missing = [...catalog.keys()].filter((name) => !handlers.has(name));
+    if (missing.length > 0) throw new Error(`no handler registered for job${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+  }
+
   async function runLoop(): Promise<void> {
     while (running) {
+      try {
+        await scheduler.tick();
+      } catch (error) {
+        log.error({ err: error }, 'scheduling recurring jobs failed; retrying');
+      }
       let claimed: JobsTable[] = [];
       if (inFlight.size < refillBelow) {
         try {
@@ -193,9 +244,13 @@ export function createWorker(options: WorkerOptions) {
     id: workerId,
 
     register<D extends JobDefinition>(definition: D, handler: JobHandler<D>): void {
+      if (!catalog.has(definition.name)) throw new Error(`job ${definition.name} is not in the catalogue (src/jobs/catalog.ts)`);
       if (handlers.has(definition.name)) throw new Error(`job ${definition.name} has two handlers`);
       handlers.set(definition.name, { definition, handler: handler });
     },
+
+    /** Throws, naming them, when catalogued jobs have no handler: called at start-up, so a forgotten one stops it. */
+    assertComplete,
 
     /** Tells an idle worker to look now (after a local enqueue) instead of at its next poll. */
     wake(): void {
@@ -204,6 +259,7 @@ export function createWorker(options: WorkerOptions) {
 
     start(): void {
       if (running) return;
+      assertComplete();
       running = true;
       loop = runLoop();
     },
@@ -221,21 +277,16 @@ export function createWorker(options: WorkerOptions) {
       const unfinished = [...inFlight.entries()];
       stopping = true;
       for (const [, job] of unfinished) job.abort.abort(new Error('worker stopping'));
-      for (const [id, job] of unfinished) {
-        await db
-          .updateTable('jobs')
-          .set({ status: 'queued', locked_by: null, locked_until: null, attempts: job.attempts - 1, updated_at: clock.now().toISOString() })
-          .where('id', '=', id)
-          .where('locked_by', '=', workerId)
-          .execute();
-      }
+      for (const [id, job] of unfinished) await handBack(id, job.attempts);
     },
 
     /**
-     * Runs every job that is due now, and those they make due, until none is left: for tests and
-     * tools that move a manual clock and want the consequences at once.
+     * Runs every job that is due now (the current slot of each recurring job included), and those
+     * they make due, until none is left: for tests and tools that move a manual clock and want the
+     * consequences at once.
      */
     async drain(): Promise<number> {
+      await scheduler.tick();
       let count = 0;
       for (;;) {
         const claimed = await claim(concurrency);

@@ -15,6 +15,7 @@ import * as conversationWorkplace from './0013_conversation_workplace.ts';
 import * as conversationLocks from './0014_conversation_locks.ts';
 import * as messageEchoes from './0015_message_echoes.ts';
 import * as refreshTokenReuse from './0016_refresh_token_reuse.ts';
+import * as deliveryRetention from './0017_delivery_retention.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014_conversation_locks': conversationLocks,
   '0015_message_echoes': messageEchoes,
   '0016_refresh_token_reuse': refreshTokenReuse,
+  '0017_delivery_retention': deliveryRetention,
 };

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/connect.ts';
-import { DAY, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
+import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
+import { DAY, SECOND, type Clock } from '../../lib/clock.ts';
 import { randomToken, sha256Hex, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, ERROR_CODES } from '../../lib/errors.ts';
 import type { Mode } from '../credentials/scopes.schemas.ts';
@@ -19,10 +20,6 @@ export const IDEMPOTENCY_RETENTION_MS = DAY;
  */
 export const IDEMPOTENCY_LOCK_TIMEOUT_MS = 60 * SECOND;
 
-// Expired rows are already ignored on read; the sweep only keeps the table small. Once a minute per
-// process and a bounded batch, so no request ever pays for a large delete.
-const SWEEP_INTERVAL_MS = MINUTE;
-const SWEEP_BATCH = 500;
 // A claim can lose its race to a row that then disappears (released after a 5xx, or expired and
 // deleted); a few fresh attempts settle it, and past them the key is plainly busy.
 const CLAIM_ATTEMPTS = 3;
@@ -103,19 +100,6 @@ export function createIdempotencyKeysService(deps: {
 }) {
   const { db, store, clock, isUniqueViolation, secrets } = deps;
   const lockTimeoutMs = deps.lockTimeoutMs ?? IDEMPOTENCY_LOCK_TIMEOUT_MS;
-  let nextSweepAt = Number.NEGATIVE_INFINITY;
-
-  async function sweepIfDue(now: Date): Promise<void> {
-    if (now.getTime() < nextSweepAt) return;
-    // Set before awaiting, so concurrent requests do not all sweep at once.
-    nextSweepAt = now.getTime() + SWEEP_INTERVAL_MS;
-    try {
-      await store.deleteExpired(db, now.toISOString(), SWEEP_BATCH);
-    } catch {
-      // Housekeeping only: expired rows are ignored on read, and the next sweep deletes them. The
-      // request that happened to run it must not fail for it.
-    }
-  }
 
   function reuse(key: string): AppError {
     return new AppError('idempotency_key_reuse', `The Idempotency-Key "${key}" was already used with a different request (method, path or body); use a new key for a new request.`, {
@@ -204,9 +188,7 @@ export function createIdempotencyKeysService(deps: {
       const now = clock.now();
       // Dashboard and OAuth tokens carry no mode; what they do is live.
       const scope: KeyScope = { organizationId: caller.organizationId, mode: caller.mode ?? 'live', key };
-      const begun = await claimOrReplay(scope, requestHash(request), now);
-      await sweepIfDue(now);
-      return begun;
+      return claimOrReplay(scope, requestHash(request), now);
     },
 
     /**
@@ -224,6 +206,16 @@ export function createIdempotencyKeysService(deps: {
         completedAt: clock.now().toISOString(),
       });
       return stored ? 'stored' : 'lost';
+    },
+
+    /**
+     * Deletes the keys past their retention (the `idempotency_key.purge` job, hourly). Expired rows
+     * are already ignored on read and replaced on a new claim: this only keeps the table small, off
+     * the request path.
+     */
+    purgeExpired(options: PurgeOptions = {}): Promise<PurgeResult> {
+      const now = clock.now().toISOString();
+      return purgeInBatches((limit) => store.deleteExpired(db, now, limit), options);
     },
   };
 }

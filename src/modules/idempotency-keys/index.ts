@@ -11,6 +11,7 @@ import type { Db } from '../../db/connect.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { Module } from '../module.ts';
+import { idempotencyKeysJobs } from './idempotency-keys.job.ts';
 import { createIdempotencyKeysService, type IdempotencyKeysService } from './idempotency-keys.service.ts';
 import { createIdempotencyKeysStore } from './idempotency-keys.store.ts';
 
@@ -21,7 +22,8 @@ export function createIdempotencyKeysModule(deps: {
   secrets: Pick<SecretBox, 'seal' | 'open'>;
   lockTimeoutMs?: number;
 }): Module<IdempotencyKeysService> {
-  return { name: 'idempotency-keys', service: createIdempotencyKeysService({ ...deps, store: createIdempotencyKeysStore() }) };
+  const service = createIdempotencyKeysService({ ...deps, store: createIdempotencyKeysStore() });
+  return { name: 'idempotency-keys', service, jobs: idempotencyKeysJobs(service) };
 }
 
 export {

@@ -6,6 +6,7 @@ import type { EventEnvelope } from '../../events/envelope.ts';
 import { signatureHeader } from '../../events/webhook-signature.ts';
 import { webhookDelivery } from '../../jobs/catalog.ts';
 import { JobError } from '../../jobs/job.ts';
+import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
 import { DAY, type Clock } from '../../lib/clock.ts';
 import { randomToken, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
@@ -33,6 +34,12 @@ export interface DeliveryTransport {
 
 export const AUTO_DISABLE = { consecutiveFailures: 100, spanMs: DAY } as const;
 export const SECRET_ROTATION_OVERLAP_MS = DAY;
+/**
+ * How long the delivery history keeps an attempt (the spec sets none). Thirty days is far beyond the
+ * retry schedule (about 41 hours from first attempt to last), so a failure can be looked into and
+ * replayed for weeks after its delivery gave up.
+ */
+export const DELIVERY_RETENTION_MS = 30 * DAY;
 
 function toDelivery(row: WebhookDeliveriesTable): WebhookDelivery {
   return {
@@ -316,6 +323,16 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const event = endpoint ? await events.find(db, endpoint.organization_id, original.event_id) : undefined;
       if (!endpoint || !event) throw notFound('webhook delivery');
       return (await attempt(endpoint, event, { attempt: 1, replayOf: original.id, nextRetryAt: null })).delivery;
+    },
+
+    /**
+     * Deletes attempts older than `DELIVERY_RETENTION_MS` (the `webhook_delivery.purge` job, hourly).
+     * An attempt whose retry is still ahead stays, however old: its delivery is not over.
+     */
+    purgeOldDeliveries(options: PurgeOptions = {}): Promise<PurgeResult> {
+      const now = clock.now();
+      const before = new Date(now.getTime() - DELIVERY_RETENTION_MS).toISOString();
+      return purgeInBatches((limit) => store.deleteDeliveriesBefore(db, before, now.toISOString(), limit), options);
     },
 
     /** The delivery job: one automatic attempt of one event at one endpoint. */

@@ -85,6 +85,20 @@ export function createWebhookEndpointsStore() {
       if (filters.status !== undefined) query = query.where('status', '=', filters.status);
       return paginate(query, { id: 'id', createdAt: 'created_at' }, page);
     },
+    /**
+     * Deletes at most `limit` attempts made before `createdBefore`, except those whose retry is still
+     * after `now`; returns how many went.
+     */
+    async deleteDeliveriesBefore(db: Db, createdBefore: string, now: string, limit: number): Promise<number> {
+      const old = db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('created_at', '<', createdBefore)
+        .where((eb) => eb.or([eb('next_retry_at', 'is', null), eb('next_retry_at', '<=', now)]))
+        .limit(limit);
+      const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', old).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
   };
 }
 
