@@ -1,7 +1,7 @@
 /** Builders for the records most tests need, made through the API wherever the API can make them. */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { startServer, type StartOptions, type TestServer } from './harness.ts';
+import { startServer, type Scope, type StartOptions, type TestServer } from './harness.ts';
 
 export interface SignedUp {
   token: string;
@@ -83,14 +83,14 @@ export async function addMember(server: TestServer, organizationId: string, role
   return { token: login.body.token, memberId: member.id };
 }
 
-/** A listening server with two organizations, for suites proving that one never reaches the other. */
-export async function startServerWithTwoOrganizations(): Promise<{ server: TestServer; alpha: SignedUp; beta: SignedUp }> {
-  const server = await startServer();
+/** A listening server with two organizations, for suites proving that one never reaches the other; closed when `scope` ends. */
+export async function startServerWithTwoOrganizations(scope: Scope): Promise<{ server: TestServer; alpha: SignedUp; beta: SignedUp }> {
+  const server = await startServer(scope);
   return { server, alpha: await signUp(server, { organizationName: 'Alpha' }), beta: await signUp(server, { organizationName: 'Beta' }) };
 }
 
-/** A listening server with a signed-up owner: what most suites start with. */
-export async function startServerWithOwner(options: StartOptions = {}): Promise<{ server: TestServer; owner: SignedUp }> {
-  const server = await startServer(options);
+/** A listening server with a signed-up owner: what most suites start with; closed when `scope` ends. */
+export async function startServerWithOwner(scope: Scope, options: StartOptions = {}): Promise<{ server: TestServer; owner: SignedUp }> {
+  const server = await startServer(scope, options);
   return { server, owner: await signUp(server) };
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { ManualClock, SECOND } from '../lib/clock.ts';
-import { connectAgain, createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { connectAgain, createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { JobError, defineJob, retrySchedule } from './job.ts';
 import { createQueue } from './queue.ts';
 import { createWorker, type Worker } from './worker.ts';
@@ -14,10 +14,10 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
   let clock: ManualClock;
   let workers: Worker[] = [];
+  const suite = suiteScope();
   before(async () => {
-    testStore = await createTestStore();
+    testStore = await createTestStore(suite);
   });
-  after(() => testStore.destroy());
   afterEach(async () => {
     await Promise.all(workers.map((w) => w.stop(100)));
     workers = [];
@@ -173,29 +173,23 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
 
   // PostgreSQL is the store for several processes; SQLite has one writer, so there the two workers
   // share the process's one connection, which is how two SQLite workers would ever run.
-  it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'} never run one job twice`, async () => {
-    const other = usingPostgres ? connectAgain(testStore) : { ...testStore, destroy: async () => undefined };
-    try {
-      const runs = new Map<number, number>();
-      const a = setup({ concurrency: 8 });
-      const b = setup({ concurrency: 8, store: other });
-      const handler = async ({ n }: { n: number }) => {
-        runs.set(n, (runs.get(n) ?? 0) + 1);
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      };
-      a.worker.register(Tick, handler);
-      b.worker.register(Tick, handler);
-      await a.db.transaction().execute(async (trx) => {
-        for (let n = 0; n < 200; n++) await a.queue.enqueue(trx, Tick, { n });
-      });
-      const [ranByA, ranByB] = await Promise.all([a.worker.drain(), b.worker.drain()]);
-      assert.equal(ranByA + ranByB, 200);
-      assert.equal(runs.size, 200);
-      assert.ok([...runs.values()].every((count) => count === 1));
-    } finally {
-      await Promise.all(workers.map((w) => w.stop(100)));
-      workers = [];
-      await other.destroy();
-    }
+  it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'} never run one job twice`, async (t) => {
+    const other = usingPostgres ? connectAgain(t, testStore) : testStore;
+    const runs = new Map<number, number>();
+    const a = setup({ concurrency: 8 });
+    const b = setup({ concurrency: 8, store: other });
+    const handler = async ({ n }: { n: number }) => {
+      runs.set(n, (runs.get(n) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    };
+    a.worker.register(Tick, handler);
+    b.worker.register(Tick, handler);
+    await a.db.transaction().execute(async (trx) => {
+      for (let n = 0; n < 200; n++) await a.queue.enqueue(trx, Tick, { n });
+    });
+    const [ranByA, ranByB] = await Promise.all([a.worker.drain(), b.worker.drain()]);
+    assert.equal(ranByA + ranByB, 200);
+    assert.equal(runs.size, 200);
+    assert.ok([...runs.values()].every((count) => count === 1));
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 /** The sandbox's control API, mounted at /sandbox in sandbox mode. */
@@ -18,8 +18,8 @@ async function eventsOf(server: TestServer, organizationId: string, type: string
 describe('connecting a number', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('exchanges the code, reads the number, subscribes the app, and emits connection.connected', async () => {
     const response = await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'any-code', name: 'Support', metadata: { team: 'eu' } } });
@@ -110,8 +110,8 @@ describe('connecting a number', () => {
 describe('a connected number over its life', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('sync records a quality and limit change, each as its event', async () => {
     const connection = await createConnection(server, owner);
@@ -162,11 +162,11 @@ describe('what the provider says about a connected number', () => {
   let owner: SignedUp;
   // The deadline test moves the clock past the dashboard token's 15 minutes; a key does not expire.
   let apiKey: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
   const settle = async () => {
     await server.app.sandbox!.idle();
     await server.app.worker.drain();
@@ -274,8 +274,8 @@ describe('what the provider says about a connected number', () => {
 describe("a connection's templates", () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
   const templatesOf = (connectionId: string) => server.app.store.db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).orderBy('name').execute();
 
   it('sync records the account’s templates; the provider’s review is template.status_changed; one gone is deleted', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR, SECOND } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 
@@ -56,8 +56,8 @@ async function inboundMessage(server: TestServer, phoneNumberId: string, from: s
 describe('contacts', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   const create = (body: Record<string, unknown> = {}, token = owner.token) => createContact(server, token, body);
   const events = (contactId: string) => contactEvents(server, owner.organizationId, contactId);
@@ -100,33 +100,29 @@ describe('contacts', () => {
       assert.deepEqual(response.body, contact);
     });
 
-    it('list pages with the list rules, newest first by default', async () => {
-      const { server: own, owner: alone } = await startServerWithOwner();
-      try {
-        const made: string[] = [];
-        for (let i = 0; i < 5; i++) {
-          const response = await own.request('POST', '/v1/contacts', { token: alone.token, body: { phone_number: newNumber() } });
-          made.push(response.body.id);
-          own.clock.advance(SECOND);
-        }
-        const first = await own.request('GET', '/v1/contacts?limit=2', { token: alone.token });
-        assert.equal(first.body.object, 'list');
-        assert.deepEqual(first.body.data.map((c: { id: string }) => c.id), [made[4], made[3]]);
-        assert.equal(first.body.has_more, true);
-        assert.equal(first.body.next_cursor, made[3]);
-        const second = await own.request('GET', `/v1/contacts?limit=2&after=${first.body.next_cursor}`, { token: alone.token });
-        assert.deepEqual(second.body.data.map((c: { id: string }) => c.id), [made[2], made[1]]);
-        const back = await own.request('GET', `/v1/contacts?limit=2&before=${made[1]}`, { token: alone.token });
-        assert.deepEqual(back.body.data.map((c: { id: string }) => c.id), [made[3], made[2]]);
-        const ascending = await own.request('GET', '/v1/contacts?order=asc&limit=100', { token: alone.token });
-        assert.deepEqual(ascending.body.data.map((c: { id: string }) => c.id), made);
-        assert.equal(ascending.body.has_more, false);
-        assert.equal(ascending.body.next_cursor, null);
-        const window = await own.request('GET', '/v1/contacts?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z', { token: alone.token });
-        assert.deepEqual(window.body.data.map((c: { id: string }) => c.id), made.slice(1, 4));
-      } finally {
-        await own.close();
+    it('list pages with the list rules, newest first by default', async (t) => {
+      const { server: own, owner: alone } = await startServerWithOwner(t);
+      const made: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const response = await own.request('POST', '/v1/contacts', { token: alone.token, body: { phone_number: newNumber() } });
+        made.push(response.body.id);
+        own.clock.advance(SECOND);
       }
+      const first = await own.request('GET', '/v1/contacts?limit=2', { token: alone.token });
+      assert.equal(first.body.object, 'list');
+      assert.deepEqual(first.body.data.map((c: { id: string }) => c.id), [made[4], made[3]]);
+      assert.equal(first.body.has_more, true);
+      assert.equal(first.body.next_cursor, made[3]);
+      const second = await own.request('GET', `/v1/contacts?limit=2&after=${first.body.next_cursor}`, { token: alone.token });
+      assert.deepEqual(second.body.data.map((c: { id: string }) => c.id), [made[2], made[1]]);
+      const back = await own.request('GET', `/v1/contacts?limit=2&before=${made[1]}`, { token: alone.token });
+      assert.deepEqual(back.body.data.map((c: { id: string }) => c.id), [made[3], made[2]]);
+      const ascending = await own.request('GET', '/v1/contacts?order=asc&limit=100', { token: alone.token });
+      assert.deepEqual(ascending.body.data.map((c: { id: string }) => c.id), made);
+      assert.equal(ascending.body.has_more, false);
+      assert.equal(ascending.body.next_cursor, null);
+      const window = await own.request('GET', '/v1/contacts?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z', { token: alone.token });
+      assert.deepEqual(window.body.data.map((c: { id: string }) => c.id), made.slice(1, 4));
     });
 
     it('list filters by phone_number, exactly', async () => {
@@ -525,10 +521,10 @@ describe('contacts across organizations', () => {
   let server: TestServer;
   let alpha: SignedUp;
   let beta: SignedUp;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations(suite));
   });
-  after(() => server.close());
 
   it("another organization's contact is 404 everywhere, and its number is free in this one", async () => {
     const phone = newNumber();
@@ -561,14 +557,11 @@ describe('contacts from inbound messages', () => {
   let owner: SignedUp;
   let connection: { id: string; phone_number_id: string };
   let receiver: Receiver;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     connection = await createConnection(server, owner);
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver.close();
-    await server.close();
+    receiver = await startReceiver(suite);
   });
 
   const inbound = (from: string, name: string) => inboundMessage(server, connection.phone_number_id, from, name);
@@ -615,8 +608,8 @@ type Numbered = { id: string; phone_number_id: string };
  * A server whose owner has two live numbers, Support and Sales, and an organization key: the clock
  * moves by hours in these suites, past a dashboard token's 15 minutes.
  */
-async function startWithTwoNumbers(): Promise<{ server: TestServer; owner: SignedUp; token: string; support: Numbered; sales: Numbered }> {
-  const { server, owner } = await startServerWithOwner();
+async function startWithTwoNumbers(scope: Scope): Promise<{ server: TestServer; owner: SignedUp; token: string; support: Numbered; sales: Numbered }> {
+  const { server, owner } = await startServerWithOwner(scope);
   const support = await createConnection(server, owner, { name: 'Support' });
   const sales = await createConnection(server, owner, { name: 'Sales' });
   const token = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
@@ -629,8 +622,8 @@ describe('merging contacts', () => {
   let token: string;
   let support: Numbered;
   let sales: Numbered;
-  before(async () => ({ server, owner, token, support, sales } = await startWithTwoNumbers()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner, token, support, sales } = await startWithTwoNumbers(suite)));
 
   const create = (body: Record<string, unknown> = {}) => createContact(server, token, body);
   const merge = (id: string, body: unknown, as = token) => server.request('POST', `/v1/contacts/${id}/merge`, { token: as, body });
@@ -894,11 +887,11 @@ describe('the 24-hour window', () => {
   let support: Numbered;
   let sales: Numbered;
   let sandboxTest: Numbered;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner, token, support, sales } = await startWithTwoNumbers());
+    ({ server, owner, token, support, sales } = await startWithTwoNumbers(suite));
     sandboxTest = await createConnection(server, owner, { name: 'Trying things', test: true });
   });
-  after(() => server.close());
 
   const window = (id: string, query = '', as = token) => server.request('GET', `/v1/contacts/${id}/window${query}`, { token: as });
   const plusDay = (iso: string) => new Date(Date.parse(iso) + 24 * HOUR).toISOString();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { SECOND } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
@@ -17,17 +17,14 @@ describe('conversation locks', () => {
   let line: { id: string; phone_number_id: string };
   let key: string;
   let receiver: Receiver;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     const endpoint = await server.request('POST', '/v1/webhook-endpoints', { token: key, body: { url: receiver.url, events: LOCK_EVENTS } });
     assert.equal(endpoint.status, 201, endpoint.text);
-  });
-  after(async () => {
-    await receiver.close();
-    await server.close();
   });
 
   /** Lets the sandbox's webhooks arrive, then runs every job due by the clock (timers, deliveries). */

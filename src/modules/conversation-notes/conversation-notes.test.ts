@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const newCustomer = () => `4477005${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
@@ -11,12 +11,12 @@ describe('conversation notes', () => {
   let owner: SignedUp;
   let line: { id: string; phone_number_id: string };
   let key: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
   /** A customer's message on `connection`; answers the id and contact of its conversation. */
   async function conversationWith(connection = line, from = newCustomer()): Promise<{ id: string; contact_id: string }> {

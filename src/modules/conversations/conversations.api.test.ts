@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR } from '../../lib/clock.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp } from '../../../test/factories.ts';
 
 /** A customer number as the provider sends `from` (digits only), unique per run. */
@@ -23,8 +23,9 @@ describe('the /v1/conversations endpoints', () => {
   let testKey: string;
   let stranger: SignedUp;
   let strangersConversation: Conversation;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer({ onQuery: () => queries++ });
+    server = await startServer(suite, { onQuery: () => queries++ });
     owner = await signUp(server);
     line = await createConnection(server, owner, { name: 'Support' });
     other = await createConnection(server, owner, { name: 'Sales' });
@@ -34,7 +35,6 @@ describe('the /v1/conversations endpoints', () => {
     stranger = await signUp(server, { organizationName: 'Elsewhere Ltd' });
     strangersConversation = await inbound(newCustomer(), await createConnection(server, stranger), stranger.token);
   });
-  after(() => server.close());
 
   async function settle(): Promise<void> {
     await server.app.sandbox!.idle();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { createConnection, createKey, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const newNumber = () => `4477009${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
@@ -12,13 +12,13 @@ describe('the window_expiring timer', () => {
   let owner: SignedUp;
   let token: string;
   let support: { id: string; phone_number_id: string };
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     support = await createConnection(server, owner, { name: 'Support' });
     // The clock moves by days here, past a dashboard token's 15 minutes.
     token = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
   /** Lets the sandbox send what it queued, then runs every job due by the clock. */
   async function settle(): Promise<void> {

@@ -4,10 +4,10 @@ import { readdirSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import type { Principal } from '../credentials/principal.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -49,12 +49,12 @@ function mediaSuite() {
     token: string;
     connection: { id: string; phone_number_id: string; waba_id: string };
   };
+  const suite = suiteScope();
   before(async () => {
-    ({ server: ctx.server, owner: ctx.owner } = await startServerWithOwner());
+    ({ server: ctx.server, owner: ctx.owner } = await startServerWithOwner(suite));
     ctx.token = ctx.owner.token;
     ctx.connection = await createConnection(ctx.server, ctx.owner);
   });
-  after(() => ctx.server.close());
 
   async function post(token: string | undefined, body: FormData | string, headers: Record<string, string> = {}): Promise<Answer> {
     const response = await fetch(`${ctx.server.url}/v1/media`, { method: 'POST', headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, body });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { createConnection, createKey, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const newCustomer = () => `4477007${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
@@ -13,12 +13,12 @@ describe('coexistence echoes', () => {
   let owner: SignedUp;
   let key: string;
   let line: { id: string; phone_number_id: string };
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner, { coexistence: true, name: 'Shop phone' });
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
   async function settle(): Promise<void> {
     for (let round = 0; round < 10; round++) {

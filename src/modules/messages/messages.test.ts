@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 /** A fresh customer number (digits only, as the provider sends `from`), unique per run. */
@@ -16,13 +16,13 @@ describe('messages', () => {
   let live: Connection;
   let other: Connection;
   let test: Connection;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     live = await createConnection(server, owner);
     other = await createConnection(server, owner, { name: 'Sales line' });
     test = await createConnection(server, owner, { test: true, name: 'Test line' });
   });
-  after(() => server.close());
 
   /** A customer's message arrives through the sandbox and the provider's webhook; answers it as the API shows it. */
   async function inbound(connection: Connection, body: Record<string, unknown>): Promise<Message> {

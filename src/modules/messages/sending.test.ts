@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR, MINUTE } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 import { SEND_TIMEOUT_GRACE_MS } from './index.ts';
@@ -23,21 +23,18 @@ describe('sending messages', () => {
   let key: string;
   let connectionKey: string;
   let readOnlyKey: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
     connectionKey = (await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: line.id })).key;
     readOnlyKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['messages:read'] })).key;
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     const endpoint = await server.request('POST', '/v1/webhook-endpoints', {
       token: key, body: { url: receiver.url, events: ['message.status', 'message.sent', 'conversation.created'] },
     });
     assert.equal(endpoint.status, 201, endpoint.text);
-  });
-  after(async () => {
-    await receiver.close();
-    await server.close();
   });
 
   /** Runs everything due: sends, the sandbox's status walk, the webhooks it causes. */
@@ -377,8 +374,7 @@ describe('sending messages', () => {
     });
 
     it('a send that timed out is retried only after the grace period, and not at all once a status shows it arrived', async (t) => {
-      const slow = await startServerWithOwner({ env: { PROVIDER_TIMEOUT_MS: '200' } });
-      t.after(() => slow.server.close());
+      const slow = await startServerWithOwner(t, { env: { PROVIDER_TIMEOUT_MS: '200' } });
       const connection = await createConnection(slow.server, slow.owner);
       const from = newCustomer();
       await slow.server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'hello' } });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { assertError, createConnection, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const APP_SECRET = 'provider-webhooks-test-secret';
@@ -12,11 +12,11 @@ describe('provider webhooks', () => {
   let server: TestServer;
   let owner: SignedUp;
   let connection: { id: string; phone_number_id: string; waba_id: string; display_phone_number: string };
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner({ env: { PROVIDER_APP_SECRET: APP_SECRET, PROVIDER_VERIFY_TOKEN: VERIFY_TOKEN } }));
+    ({ server, owner } = await startServerWithOwner(suite, { env: { PROVIDER_APP_SECRET: APP_SECRET, PROVIDER_VERIFY_TOKEN: VERIFY_TOKEN } }));
     connection = await createConnection(server, owner);
   });
-  after(() => server.close());
 
   /** Lets the sandbox send what it queued, then runs every job those webhooks caused. */
   async function settle(): Promise<void> {
