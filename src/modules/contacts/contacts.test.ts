@@ -4,10 +4,10 @@ import { before, describe, it } from 'node:test';
 import { HOUR, SECOND } from '../../lib/clock.ts';
 import { suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, inbound, newCustomer, settle, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 
 /** A fresh UK number in the range reserved for drama (+44 7700 900xxx), padded to stay unique per run. */
-const newNumber = () => `+4477009${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+const newNumber = () => `+${newCustomer()}`;
 
 interface StoredEvent {
   id: string;
@@ -44,13 +44,9 @@ async function createContact(server: TestServer, token: string, body: Record<str
   return response.body as Record<string, any> & { id: string; phone_number: string };
 }
 
-/** A customer's message through the sandbox, processed to the end; answers the stored message. */
-async function inboundMessage(server: TestServer, phoneNumberId: string, from: string, name = 'Ada') {
-  const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: phoneNumberId, from: from.replace(/^\+/, ''), type: 'text', text: 'hi', name } });
-  assert.equal(response.status, 200, response.text);
-  await server.app.sandbox!.idle();
-  await server.app.worker.drain();
-  return server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+/** A customer's message through the sandbox from `from` (E.164 here), processed to the end; answers the stored message. */
+function inboundMessage(server: TestServer, phoneNumberId: string, from: string, name = 'Ada') {
+  return inbound(server, { phone_number_id: phoneNumberId }, { from: from.replace(/^\+/, ''), name });
 }
 
 describe('contacts', () => {
@@ -564,18 +560,16 @@ describe('contacts from inbound messages', () => {
     receiver = await startReceiver(suite);
   });
 
-  const inbound = (from: string, name: string) => inboundMessage(server, connection.phone_number_id, from, name);
-
   it('a message from a new number creates a contact the API shows; after a delete, the next message creates another', async () => {
     const phone = newNumber();
-    const first = await inbound(phone.slice(1), 'Ada');
+    const first = await inboundMessage(server, connection.phone_number_id, phone);
     const listed = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent(phone)}`, { token: owner.token });
     assert.deepEqual(listed.body.data.map((c: { id: string; profile_name: string }) => [c.id, c.profile_name]), [[first.contact_id, 'Ada']]);
     assert.equal(listed.body.data[0].consent.marketing.status, 'unknown');
 
     await server.request('POST', `/v1/contacts/${first.contact_id}/consent`, { token: owner.token, body: { status: 'opted_out', source: 'keyword' } });
     assert.equal((await server.request('DELETE', `/v1/contacts/${first.contact_id}`, { token: owner.token })).status, 200);
-    const second = await inbound(phone.slice(1), 'Ada');
+    const second = await inboundMessage(server, connection.phone_number_id, phone);
     assert.notEqual(second.contact_id, first.contact_id);
     assert.notEqual(second.conversation_id, first.conversation_id, "the deleted contact's conversation stays with it");
     const contact = await server.request('GET', `/v1/contacts/${second.contact_id}`, { token: owner.token });
@@ -864,7 +858,7 @@ describe('merging contacts', () => {
         const sent = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: sourcePhone.slice(1), type: 'text', text: 'again' } });
         const [merged] = await Promise.all([
           merge(survivor.id, { source_contact_id: first.contact_id }),
-          server.app.sandbox!.idle().then(() => server.app.worker.drain()),
+          settle(server),
         ]);
         assert.equal(merged.status, 200, merged.text);
         await server.app.worker.drain();

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { SECOND } from '../../lib/clock.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, inbound, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
-const newCustomer = () => `4477011${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
 const LOCK_EVENTS = ['conversation.lock_changed', 'conversation.lock_requested'];
 
 interface Member { token: string; memberId: string }
@@ -27,19 +25,9 @@ describe('conversation locks', () => {
     assert.equal(endpoint.status, 201, endpoint.text);
   });
 
-  /** Lets the sandbox's webhooks arrive, then runs every job due by the clock (timers, deliveries). */
-  async function settle(): Promise<void> {
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-  }
-
   /** A conversation made the way customers make them: a message to the sandbox number. */
   async function conversation(): Promise<string> {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: line.phone_number_id, from: newCustomer(), type: 'text', text: 'hello' } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    const row = await server.app.store.db.selectFrom('messages').select('conversation_id').where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
-    return row.conversation_id;
+    return (await inbound(server, line, { text: 'hello' })).conversation_id;
   }
 
   const agent = (): Promise<Member> => addMember(server, owner.organizationId, 'agent');
@@ -65,7 +53,7 @@ describe('conversation locks', () => {
   /** Moves the clock to `start + offset` and runs every job due. */
   async function runTo(start: number, offset: number): Promise<void> {
     server.clock.set(start + offset);
-    await settle();
+    await settle(server);
   }
 
   describe('acquire, renew, release', () => {
@@ -108,7 +96,7 @@ describe('conversation locks', () => {
       const alice = await agent();
       const conversationId = await conversation();
       const lock = (await acquire(alice, conversationId)).body;
-      await settle();
+      await settle(server);
       const delivered = receiver.received.map((request) => JSON.parse(request.body) as { type: string; connection_id: string; data: { object: Record<string, any> } })
         .filter((event) => event.data.object.id === lock.id);
       assert.equal(delivered.length, 1);
@@ -495,7 +483,7 @@ describe('conversation locks', () => {
       const events = await lockEvents(conversationId);
       assert.deepEqual(events.map((event) => [event.object.id, event.object.last_change]), [[lock.id, 'acquired'], [lock.id, 'idle'], [taken.body.id, 'acquired']]);
       assert.equal(events[1]!.object.ended_at, iso(start + 10 * SECOND), 'ended at its deadline, not when noticed');
-      await settle();
+      await settle(server);
       assert.equal((await lockEvents(conversationId)).length, 3, 'the old timer finds nothing left to do');
     });
 

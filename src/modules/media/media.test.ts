@@ -8,7 +8,7 @@ import { before, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
@@ -442,8 +442,7 @@ describe('media: sending and receiving', () => {
         body: { phone_number_id: connection.phone_number_id, from: '447700900123', type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' } },
       });
       assert.equal(answer.status, 200, answer.text);
-      await server.app.sandbox!.idle();
-      await server.app.worker.drain();
+      await settle(server);
       const deliveries = (await server.request('GET', '/sandbox/control/webhooks')).body.data as { body: any }[];
       const sent = deliveries.map((delivery) => delivery.body.entry[0].changes[0].value.messages?.[0]).find((message) => message?.id === answer.body.message_id);
       assert.ok(sent, 'the webhook went out');

@@ -4,7 +4,7 @@ import { SECOND } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 import { TemplateSendSchema, type TemplateSendInput } from './index.ts';
 
 type Json = Record<string, any>;
@@ -38,8 +38,7 @@ async function createTemplate(server: TestServer, token: string, connectionId: s
 async function review(server: TestServer, template: Json, status: string): Promise<void> {
   const response = await server.request('POST', '/sandbox/control/template-status', { body: { template_id: template.provider_template_id, status } });
   assert.equal(response.status, 200, response.text);
-  await server.app.sandbox!.idle();
-  await server.app.worker.drain();
+  await settle(server);
 }
 
 async function statusEvents(server: TestServer, organizationId: string, templateId: string): Promise<string[]> {
