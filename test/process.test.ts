@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { after, describe, it, type TestContext } from 'node:test';
+import { waitFor } from './wait.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 const dirs: string[] = [];
@@ -33,13 +34,15 @@ function startMain(t: TestContext, env: Record<string, string>): { child: ChildP
 }
 
 async function listeningUrl(output: () => string, child: ChildProcess): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output());
-    if (match) return match[1]!;
-    if (child.exitCode !== null) throw new Error(`the service exited: ${output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the service did not start: ${output()}`);
+  const match = await waitFor(
+    () => {
+      const found = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output());
+      if (!found && child.exitCode !== null) throw new Error(`the service exited: ${output()}`);
+      return found;
+    },
+    { timeoutMs: 10_000, intervalMs: 20, message: () => `the service to start: ${output()}` },
+  );
+  return match[1]!;
 }
 
 describe('the service process', () => {
@@ -73,7 +76,7 @@ describe('the service process', () => {
       body: JSON.stringify({ email: 'late@example.com', password: 'a long enough password', organization_name: 'Late' }),
     });
     // Signal only once the server has the request, so it is in flight rather than refused as late.
-    while (!output().includes('"url":"/auth/signup"')) await new Promise((resolve) => setTimeout(resolve, 2));
+    await waitFor(() => output().includes('"url":"/auth/signup"'), { message: 'the server to log the sign-up request' });
     child.kill('SIGTERM');
     const response = await inFlight;
     assert.equal(response.status, 201);

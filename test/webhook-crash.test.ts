@@ -8,13 +8,13 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { verifyWebhookSignature } from '../src/events/webhook-signature.ts';
 import { webhookDelivery } from '../src/jobs/catalog.ts';
 import { ManualClock } from '../src/lib/clock.ts';
 import { createKey, signUp } from './factories.ts';
 import { startServer, suiteScope, type Scope, type TestServer } from './harness.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
+import { waitFor } from './wait.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 const EVENTS = 2_000;
@@ -111,12 +111,17 @@ describe('webhook delivery when a worker process crashes', () => {
       .where('status', 'in', statuses)
       .execute();
 
+  /** Waits for `done` until the run's deadline, and fails at once if the worker exits first. */
   async function until(what: string, worker: WorkerProcess, deadline: number, done: () => boolean | Promise<boolean>): Promise<void> {
-    while (!(await done())) {
-      if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}) before ${what}: ${worker.output()}`);
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ${receivedIds().size} of ${EVENTS} events received. ${worker.output()}`);
-      await sleep(50);
-    }
+    await waitFor(
+      async () => {
+        if (await done()) return true;
+        if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}) before ${what}: ${worker.output()}`);
+        return false;
+      },
+      // Not more often: every look reads the receiver's log or the queue, and the workers need the CPU.
+      { timeoutMs: deadline - Date.now(), intervalMs: 50, message: () => `${what}; ${receivedIds().size} of ${EVENTS} events received. ${worker.output()}` },
+    );
   }
 
   it('a worker killed with SIGKILL mid-run loses no event: another worker delivers every one', { timeout: RUN_DEADLINE_MS + 20_000 }, async (t) => {

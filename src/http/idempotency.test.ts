@@ -11,6 +11,7 @@ import { registerAccessControl } from './access.ts';
 import { registerIdempotency } from './idempotency.ts';
 import { createHttpServer, type HttpServer } from './server.ts';
 import { createTestStore, startServer, suiteScope, usingPostgres, type ApiResponse, type Scope, type TestServer, type TestStore } from '../../test/harness.ts';
+import { waitFor } from '../../test/wait.ts';
 import { assertError, createKey, signUp } from '../../test/factories.ts';
 
 const ORGANIZATION_KEY = { kind: 'organization', mode: 'live' } as const;
@@ -399,7 +400,7 @@ describe('idempotency route declarations and failures', () => {
     });
     const key = newKey();
     const first = bare.post('/v1/slow', key);
-    while (runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => runs > 0, { message: 'the first request to reach its handler' });
 
     const busy = assertError(await bare.post('/v1/slow', key), 409, 'idempotency_key_in_flight');
     assert.equal(busy.idempotency_key, key);

@@ -3,6 +3,7 @@ import { afterEach, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { ManualClock, SECOND } from '../lib/clock.ts';
 import { connectAgain, createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { waitFor } from '../../test/wait.ts';
 import { JobError, defineJob, retrySchedule } from './job.ts';
 import { createQueue } from './queue.ts';
 import { createWorker, type Worker } from './worker.ts';
@@ -140,7 +141,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     first.worker.register(Tick, () => new Promise<void>((resolve) => (release = resolve)));
     const id = await first.queue.enqueue(first.db, Tick, { n: 1 });
     first.worker.start();
-    while ((await statusOf(id)).status !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(async () => (await statusOf(id)).status === 'running', { message: 'the first worker to claim the job' });
 
     const second = setup({ leaseMs: 30 * SECOND });
     const seen: number[] = [];
@@ -152,7 +153,8 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.equal((await statusOf(id)).attempts, 2);
 
     release();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Stopping waits for the jobs in flight: the dead worker's late outcome has been tried when it returns.
+    await first.worker.stop();
     const job = await statusOf(id);
     assert.equal(job.status, 'succeeded');
     assert.equal(job.locked_by, null);
@@ -163,7 +165,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     worker.register(Tick, (_payload, context) => new Promise<void>((_, reject) => context.signal.addEventListener('abort', () => reject(new Error('aborted')))));
     const id = await queue.enqueue(db, Tick, { n: 1 });
     worker.start();
-    while ((await statusOf(id)).status !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(async () => (await statusOf(id)).status === 'running', { message: 'the worker to claim the job' });
     await worker.stop(20);
     const job = await statusOf(id);
     assert.equal(job.status, 'queued');
@@ -180,6 +182,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const b = setup({ concurrency: 8, store: other });
     const handler = async ({ n }: { n: number }) => {
       runs.set(n, (runs.get(n) ?? 0) + 1);
+      // Holds each job a moment, so that the two workers claim while the other's jobs are running.
       await new Promise((resolve) => setTimeout(resolve, 1));
     };
     a.worker.register(Tick, handler);

@@ -9,6 +9,7 @@ import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { waitFor } from '../../../test/wait.ts';
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
@@ -88,11 +89,18 @@ function mediaSuite() {
     const responseHeaders = new Headers(Object.entries(response.headers).map(([name, value]) => [name, String(value)] as [string, string]));
     return { status: response.statusCode!, headers: responseHeaders, bytes, text, body: (response.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : undefined };
   }
-  /** Every file in the media storage; settles first, since unused uploads are dropped after their response. */
+  /**
+   * Every file in the media storage, once each belongs to a media: an unused upload's bytes are
+   * dropped just after its response, and a partial file is gone once its upload ends.
+   */
   async function storedFiles(): Promise<string[]> {
-    await new Promise((resolve) => setTimeout(resolve, 50));
     const root = path.join(ctx.server.config.dataDir, 'media');
-    return readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
+    const list = () => readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
+    await waitFor(async () => {
+      const kept = new Set((await ctx.server.app.store.db.selectFrom('media').select('storage_key').execute()).map((row) => row.storage_key));
+      return list().every((file) => kept.has(path.basename(file)));
+    }, { message: 'the bytes of unused uploads to be dropped' });
+    return list();
   }
   const get = async (id: string) => (await ctx.server.request('GET', `/v1/media/${id}`, { token: ctx.token })).body;
   const mediaRows = (organizationId: string) => ctx.server.app.store.db.selectFrom('media').selectAll().where('organization_id', '=', organizationId).execute();

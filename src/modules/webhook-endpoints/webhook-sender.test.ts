@@ -237,6 +237,7 @@ describe('the webhook sender', () => {
         response.on('close', () => {
           if (!response.writableFinished) lateRequestClosed();
         });
+        // The scenario itself: a receiver that answers late, on either side of the sender's 10 s.
         setTimeout(() => {
           if (!response.destroyed) response.end('late but fine');
         }, delay);
