@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { renderAll, renderErrorsReference } from '../scripts/docs-content.ts';
 import { ERROR_CODES, ERROR_TYPES, type ErrorCode } from '../src/lib/errors.ts';
 import { assertError } from './factories.ts';
-import { startServer, type TestServer } from './harness.ts';
+import { startServer, suiteScope, type TestServer } from './harness.ts';
 
 const root = new URL('..', import.meta.url);
 const codes = Object.keys(ERROR_CODES) as ErrorCode[];
@@ -44,10 +44,10 @@ describe('docs: the reference pages say what the code does', () => {
 
   describe('the served reference entries', () => {
     let server: TestServer;
+    const suite = suiteScope();
     before(async () => {
-      server = await startServer();
+      server = await startServer(suite);
     });
-    after(() => server.close());
 
     it('every error code has an HTML reference page at its doc_url path', async () => {
       for (const code of codes) {

@@ -1,7 +1,7 @@
 /** Builders for the records most tests need, made through the API wherever the API can make them. */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { startServer, type StartOptions, type TestServer } from './harness.ts';
+import { randomBytes, randomInt } from 'node:crypto';
+import { startServer, type Scope, type StartOptions, type TestServer } from './harness.ts';
 
 export interface SignedUp {
   token: string;
@@ -80,14 +80,59 @@ export async function addMember(server: TestServer, organizationId: string, role
   return { token: login.body.token, memberId: member.id };
 }
 
-/** A listening server with two organizations, for suites proving that one never reaches the other. */
-export async function startServerWithTwoOrganizations(): Promise<{ server: TestServer; alpha: SignedUp; beta: SignedUp }> {
-  const server = await startServer();
+/** A listening server with two organizations, for suites proving that one never reaches the other; closed when `scope` ends. */
+export async function startServerWithTwoOrganizations(scope: Scope): Promise<{ server: TestServer; alpha: SignedUp; beta: SignedUp }> {
+  const server = await startServer(scope);
   return { server, alpha: await signUp(server, { organizationName: 'Alpha' }), beta: await signUp(server, { organizationName: 'Beta' }) };
 }
 
-/** A listening server with a signed-up owner: what most suites start with. */
-export async function startServerWithOwner(options: StartOptions = {}): Promise<{ server: TestServer; owner: SignedUp }> {
-  const server = await startServer(options);
+/** A listening server with a signed-up owner: what most suites start with; closed when `scope` ends. */
+export async function startServerWithOwner(scope: Scope, options: StartOptions = {}): Promise<{ server: TestServer; owner: SignedUp }> {
+  const server = await startServer(scope, options);
   return { server, owner: await signUp(server) };
+}
+
+let customers = randomInt(0, 1_000_000);
+
+/** A customer's number as the provider sends `from` (digits only, no `+`), new each time within a test file. */
+export function newCustomer(): string {
+  return `4477009${String(customers++ % 1_000_000).padStart(6, '0')}`;
+}
+
+/**
+ * Runs everything the server has to do now, to the end: the sandbox's scheduled status steps and the
+ * webhooks it sends, the jobs they queue, the status steps and webhooks those cause in turn, until a
+ * round finds nothing left to run. Jobs due later (retries, timers) wait for the clock: move it, then
+ * settle again. Fails when `maxRounds` rounds all found work: something keeps making more.
+ */
+export async function settle(server: TestServer, maxRounds = 10): Promise<void> {
+  for (let round = 0; round < maxRounds; round++) {
+    await server.app.sandbox?.idle();
+    if ((await server.app.worker.drain()) === 0) return;
+  }
+  const due = await server.app.store.db.selectFrom('jobs').select('name').where('status', '=', 'queued').where('run_at', '<=', server.clock.now().toISOString()).execute();
+  assert.fail(`the server did not settle in ${maxRounds} rounds; still due: ${due.map((job) => job.name).join(', ') || 'nothing'}`);
+}
+
+type SandboxMessage = Record<string, unknown> & { type?: string };
+
+/**
+ * A message the sandbox delivers to `connection`'s number by webhook (`/inbound`: a customer writes;
+ * `/echo`: the owner writes from the business app), settled; answers the stored message.
+ */
+export async function sandboxMessage(server: TestServer, path: '/inbound' | '/echo', connection: { phone_number_id: string }, body: SandboxMessage) {
+  const message: SandboxMessage = { type: 'text', ...body };
+  if (message.type === 'text') message.text ??= 'hi';
+  const response = await server.request('POST', `/sandbox/control${path}`, { body: { phone_number_id: connection.phone_number_id, ...message } });
+  assert.equal(response.status, 200, response.text);
+  await settle(server);
+  return server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+}
+
+/**
+ * A customer's message to `connection`'s number through the sandbox and the provider's webhook,
+ * settled: the text 'hi' from a new customer unless `body` says otherwise. Answers the stored message.
+ */
+export function inbound(server: TestServer, connection: { phone_number_id: string }, body: SandboxMessage = {}) {
+  return sandboxMessage(server, '/inbound', connection, { from: newCustomer(), ...body });
 }

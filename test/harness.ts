@@ -4,49 +4,122 @@
  * The store is a temporary SQLite file by default. With TEST_DATABASE_URL set, each server gets its
  * own PostgreSQL schema, dropped when the server closes; if that database cannot be reached the
  * test fails (it never quietly falls back to SQLite).
+ *
+ * Everything here that opens something takes a `Scope` first and registers its own clean-up there,
+ * so no test closes a server or a store by hand: see docs/testing.md.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { after } from 'node:test';
 import { sql } from 'kysely';
 import { createApp, type App } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config/config.ts';
 import { migrateToLatest, openStore, type Store } from '../src/db/connect.ts';
 import { ManualClock } from '../src/lib/clock.ts';
 
+/**
+ * Where a test's resources register their clean-up. A test's own context (`async (t) => …`) is one;
+ * a `describe` block gets one from `suiteScope()`. Clean-ups run in the order they were registered,
+ * after the test (or the suite) has finished, whether it passed or failed.
+ */
+export interface Scope {
+  after(cleanup: () => unknown): void;
+}
+
+/**
+ * The scope of the enclosing `describe` block, for what its tests share (a server started in
+ * `before`). Call it in the describe body itself, not inside a hook: node:test gives suites no `after`
+ * on their context, and `after()` called from inside a `before` hook would run when that hook ends.
+ */
+export function suiteScope(): Scope {
+  const cleanups: (() => unknown)[] = [];
+  after(async () => {
+    const failures: unknown[] = [];
+    for (const cleanup of cleanups.splice(0)) {
+      try {
+        await cleanup();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, 'several clean-ups failed');
+  });
+  return { after: (cleanup) => void cleanups.push(cleanup) };
+}
+
+/** Runs `close` once, however often it is called: tests may close early, the scope closes again. */
+function once(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => (closing ??= close());
+}
+
 export interface TestStore {
   store: Store;
   schema: string | undefined;
   dataDir: string;
+  /** Closes what shares this store (servers started with `shareStore`), then drops it. */
   destroy(): Promise<void>;
 }
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
 
-/** A fresh, migrated store: its own SQLite file, or its own PostgreSQL schema. */
-export async function createTestStore(options: { onQuery?: () => void } = {}): Promise<TestStore> {
+/** What shares each store: closed before the store is dropped under them. */
+const sharers = new WeakMap<TestStore, Set<() => Promise<void>>>();
+function shares(shared: TestStore, close: () => Promise<void>): void {
+  const set = sharers.get(shared) ?? new Set();
+  sharers.set(shared, set.add(close));
+}
+
+async function openTestStore(options: { onQuery?: (() => void) | undefined }): Promise<TestStore> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-'));
   const databaseUrl = process.env.TEST_DATABASE_URL;
   const schema = databaseUrl ? `test_${randomBytes(6).toString('hex')}` : undefined;
   const store = openStore({ databaseUrl, dataDir, schema, poolSize: 5, onQuery: options.onQuery });
-  await migrateToLatest(store, schema);
-  return {
+  const testStore: TestStore = {
     store,
     schema,
     dataDir,
-    async destroy() {
+    destroy: once(async () => {
+      for (const close of sharers.get(testStore) ?? []) await close();
       if (schema) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
-    },
+    }),
   };
+  try {
+    await migrateToLatest(store, schema);
+  } catch (error) {
+    await testStore.destroy();
+    throw error;
+  }
+  return testStore;
 }
 
-/** Its own connection (pool) to an existing test store's database, as another process would have. */
-export function connectAgain(shared: TestStore): TestStore {
+function openAgain(shared: TestStore): { testStore: TestStore; close: () => Promise<void> } {
   const store = openStore({ databaseUrl: process.env.TEST_DATABASE_URL, dataDir: shared.dataDir, schema: shared.schema, poolSize: 5 });
-  return { ...shared, store, destroy: () => store.close() };
+  const close = once(() => store.close());
+  return { testStore: { ...shared, store, destroy: close }, close };
+}
+
+/** A fresh, migrated store: its own SQLite file, or its own PostgreSQL schema; dropped when `scope` ends. */
+export async function createTestStore(scope: Scope, options: { onQuery?: () => void } = {}): Promise<TestStore> {
+  const testStore = await openTestStore(options);
+  scope.after(() => testStore.destroy());
+  return testStore;
+}
+
+/**
+ * Its own connection (pool) to an existing test store's database, as another process would have;
+ * closed when `scope` ends, or before the shared store is dropped, whichever comes first.
+ */
+export function connectAgain(scope: Scope, shared: TestStore): TestStore {
+  const { testStore, close } = openAgain(shared);
+  shares(shared, close);
+  scope.after(close);
+  return testStore;
 }
 
 export interface ApiResponse<T = any> {
@@ -71,6 +144,7 @@ export interface TestServer {
   config: Config;
   testStore: TestStore;
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  /** Closes the server and drops its own store (not a shared one); its scope does this by itself. */
   close(): Promise<void>;
 }
 
@@ -79,16 +153,30 @@ export interface StartOptions {
   env?: Record<string, string>;
   /**
    * Serve from an existing store instead of a fresh one, as a second process on the same database
-   * would. The caller owns it: closing this server does not destroy it.
+   * would. Closing this server does not destroy that store; destroying the store closes this server.
    */
   shareStore?: TestStore;
   /** Counts the queries the server runs (see `expand`'s query budget). */
   onQuery?: () => void;
 }
 
-export async function startServer(options: StartOptions = {}): Promise<TestServer> {
-  const testStore = options.shareStore ? connectAgain(options.shareStore) : await createTestStore({ onQuery: options.onQuery });
-  const ownsStore = !options.shareStore;
+/**
+ * A listening server on a fresh store (or `shareStore`), closed when `scope` ends: a test's context
+ * `t` for a server of its own, `suiteScope()` for one that a describe block's tests share.
+ */
+export async function startServer(scope: Scope, options: StartOptions = {}): Promise<TestServer> {
+  const shared = options.shareStore;
+  const opened = shared ? openAgain(shared) : undefined;
+  const testStore = opened?.testStore ?? (await openTestStore({ onQuery: options.onQuery }));
+  let started: App | undefined;
+  // Registered before anything can fail, so that a server which fails to start still cleans up.
+  const close = once(async () => {
+    await started?.server.close();
+    if (opened) await opened.close();
+    else await testStore.destroy();
+  });
+  if (shared) shares(shared, close);
+  scope.after(close);
   const clock = options.clock ?? new ManualClock('2026-06-01T12:00:00.000Z');
   const config = loadConfig({
     DATA_DIR: testStore.dataDir,
@@ -100,7 +188,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '100000',
     ...options.env,
   });
-  const app = await createApp({ config, store: testStore.store, clock: clock });
+  const app = (started = await createApp({ config, store: testStore.store, clock: clock }));
   await app.server.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.server.address();
   if (!address || typeof address === 'string') throw new Error('server did not bind a port');
@@ -129,10 +217,6 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     config,
     request,
     testStore,
-    async close() {
-      await app.server.close();
-      if (ownsStore) await testStore.destroy();
-      else await testStore.store.close();
-    },
+    close,
   };
 }

@@ -5,19 +5,27 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
-import { after, describe, it } from 'node:test';
+import { after, describe, it, type TestContext } from 'node:test';
+import { waitFor } from './wait.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 const dirs: string[] = [];
 after(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-function startMain(env: Record<string, string>): { child: ChildProcess; output: () => string } {
+/** The service as a child process; killed when the test ends if it still runs. */
+function startMain(t: TestContext, env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-main-'));
   dirs.push(dataDir);
   // The process gets only what it needs, so the developer's own environment cannot leak into the test.
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.after(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -26,13 +34,15 @@ function startMain(env: Record<string, string>): { child: ChildProcess; output: 
 }
 
 async function listeningUrl(output: () => string, child: ChildProcess): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output());
-    if (match) return match[1]!;
-    if (child.exitCode !== null) throw new Error(`the service exited: ${output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the service did not start: ${output()}`);
+  const match = await waitFor(
+    () => {
+      const found = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output());
+      if (!found && child.exitCode !== null) throw new Error(`the service exited: ${output()}`);
+      return found;
+    },
+    { timeoutMs: 10_000, intervalMs: 20, message: () => `the service to start: ${output()}` },
+  );
+  return match[1]!;
 }
 
 describe('the service process', () => {
@@ -43,8 +53,8 @@ describe('the service process', () => {
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
     ['MASTER_KEY', 'too-short'],
   ] as const) {
-    it(`a bad ${variable} stops start-up with one line naming it`, async () => {
-      const { child, output } = startMain({ [variable]: value });
+    it(`a bad ${variable} stops start-up with one line naming it`, async (t) => {
+      const { child, output } = startMain(t, { [variable]: value });
       const [code] = (await once(child, 'exit')) as [number];
       assert.equal(code, 1);
       const lines = output().trim().split('\n');
@@ -53,8 +63,8 @@ describe('the service process', () => {
     });
   }
 
-  it('starts on the embedded defaults, then on SIGTERM finishes in-flight requests and exits cleanly', async () => {
-    const { child, output } = startMain({});
+  it('starts on the embedded defaults, then on SIGTERM finishes in-flight requests and exits cleanly', async (t) => {
+    const { child, output } = startMain(t, {});
     const url = await listeningUrl(output, child);
     assert.match(output(), /embedded store/);
     assert.equal((await fetch(`${url}/readyz`)).status, 200);
@@ -66,7 +76,7 @@ describe('the service process', () => {
       body: JSON.stringify({ email: 'late@example.com', password: 'a long enough password', organization_name: 'Late' }),
     });
     // Signal only once the server has the request, so it is in flight rather than refused as late.
-    while (!output().includes('"url":"/auth/signup"')) await new Promise((resolve) => setTimeout(resolve, 2));
+    await waitFor(() => output().includes('"url":"/auth/signup"'), { message: 'the server to log the sign-up request' });
     child.kill('SIGTERM');
     const response = await inFlight;
     assert.equal(response.status, 201);

@@ -1,5 +1,6 @@
 /** A real webhook receiver on loopback: records every request's exact bytes and answers as told. */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { Scope } from './harness.ts';
 
 export interface ReceivedRequest {
   headers: IncomingHttpHeaders;
@@ -17,10 +18,12 @@ export interface Receiver {
   release(): void;
   /** How many requests are waiting for an answer under `hold`. */
   held(): number;
+  /** Stops listening; the scope it was started in does this by itself. */
   close(): Promise<void>;
 }
 
-export async function startReceiver(path = '/hooks'): Promise<Receiver> {
+/** A receiver on loopback, closed when `scope` ends. */
+export async function startReceiver(scope: Scope, path = '/hooks'): Promise<Receiver> {
   const received: ReceivedRequest[] = [];
   let answer: number | ((request: ReceivedRequest) => number) = 200;
   let holding = false;
@@ -39,6 +42,13 @@ export async function startReceiver(path = '/hooks'): Promise<Receiver> {
       else reply();
     });
   });
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }));
+  scope.after(close);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('receiver did not bind');
@@ -56,10 +66,6 @@ export async function startReceiver(path = '/hooks'): Promise<Receiver> {
       for (const reply of waiting.splice(0)) reply();
     },
     held: () => waiting.length,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }

@@ -3,10 +3,10 @@
  * so that a route added later is covered without touching this file.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { DAY } from '../src/lib/clock.ts';
 import { SCOPES } from '../src/modules/credentials/scopes.schemas.ts';
-import type { TestServer } from './harness.ts';
+import { suiteScope, type TestServer } from './harness.ts';
 import { addMember, assertError, createConnection, createKey, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from './factories.ts';
 
 const concrete = (url: string) => url.replace(/:(\w+)/g, 'x');
@@ -14,8 +14,8 @@ const concrete = (url: string) => url.replace(/:(\w+)/g, 'x');
 describe('security on every route', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('every /v1 route declares an access rule, and only documented ones are public', () => {
     const publicV1 = server.app.accessTable.filter((row) => row.url.startsWith('/v1/') && row.access.public).map((row) => row.url);
@@ -70,8 +70,8 @@ describe('security on every route', () => {
 describe('credentials that must be refused', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   for (const [name, header] of [
     ['a Basic scheme', 'Basic dXNlcjpwYXNz'],
@@ -133,10 +133,10 @@ describe('tenant isolation', () => {
   let server: TestServer;
   let alpha: SignedUp;
   let beta: SignedUp;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations(suite));
   });
-  after(() => server.close());
 
   it("organization A's credentials get 404 on every id of organization B, and see none of B's data", async () => {
     const betaConnection = await createConnection(server, beta);

@@ -7,14 +7,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { before, describe, it } from 'node:test';
 import { verifyWebhookSignature } from '../src/events/webhook-signature.ts';
 import { webhookDelivery } from '../src/jobs/catalog.ts';
 import { ManualClock } from '../src/lib/clock.ts';
 import { createKey, signUp } from './factories.ts';
-import { startServer, type TestServer } from './harness.ts';
+import { startServer, suiteScope, type Scope, type TestServer } from './harness.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
+import { waitFor } from './wait.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 const EVENTS = 2_000;
@@ -36,15 +36,15 @@ describe('webhook delivery when a worker process crashes', () => {
   let server: TestServer;
   let receiver: Receiver;
   let endpoint: { id: string; secret: string };
-  const workers: WorkerProcess[] = [];
 
+  const suite = suiteScope();
   before(async () => {
     // The worker processes run on the real clock, so the jobs must be due by it: the harness's
     // default manual clock could lie in their future.
-    server = await startServer({ clock: new ManualClock(Date.now()) });
+    server = await startServer(suite, { clock: new ManualClock(Date.now()) });
     const owner = await signUp(server);
     const apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     const created = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'] } });
     assert.equal(created.status, 201, created.text);
     endpoint = created.body;
@@ -61,21 +61,8 @@ describe('webhook delivery when a worker process crashes', () => {
     }
   });
 
-  after(async () => {
-    // Never leave a worker behind: it would hold the store open and keep delivering into nothing.
-    for (const { child } of workers) {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }
-    }
-    await receiver?.close();
-    await server?.close();
-  });
-
   /** The real service as a worker on the test store: the same database and the same master key. */
-  function startWorker(): WorkerProcess {
+  function startWorker(scope: Scope): WorkerProcess {
     const { dataDir, schema } = server.testStore;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
@@ -93,12 +80,18 @@ describe('webhook delivery when a worker process crashes', () => {
       env.MASTER_KEY = readFileSync(path.join(dataDir, 'master.key'), 'utf8').trim();
     }
     const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Never leave a worker behind: it would hold the store open and keep delivering into nothing.
+    scope.after(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const worker = { child, output: () => output };
-    workers.push(worker);
-    return worker;
+    return { child, output: () => output };
   }
 
   // Kept up to date as requests arrive: parsing every body again on each poll would take the CPU
@@ -118,12 +111,17 @@ describe('webhook delivery when a worker process crashes', () => {
       .where('status', 'in', statuses)
       .execute();
 
+  /** Waits for `done` until the run's deadline, and fails at once if the worker exits first. */
   async function until(what: string, worker: WorkerProcess, deadline: number, done: () => boolean | Promise<boolean>): Promise<void> {
-    while (!(await done())) {
-      if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}) before ${what}: ${worker.output()}`);
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ${receivedIds().size} of ${EVENTS} events received. ${worker.output()}`);
-      await sleep(50);
-    }
+    await waitFor(
+      async () => {
+        if (await done()) return true;
+        if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}) before ${what}: ${worker.output()}`);
+        return false;
+      },
+      // Not more often: every look reads the receiver's log or the queue, and the workers need the CPU.
+      { timeoutMs: deadline - Date.now(), intervalMs: 50, message: () => `${what}; ${receivedIds().size} of ${EVENTS} events received. ${worker.output()}` },
+    );
   }
 
   it('a worker killed with SIGKILL mid-run loses no event: another worker delivers every one', { timeout: RUN_DEADLINE_MS + 20_000 }, async (t) => {
@@ -132,7 +130,7 @@ describe('webhook delivery when a worker process crashes', () => {
     const started = Date.now();
     const deadline = started + RUN_DEADLINE_MS;
 
-    const first = startWorker();
+    const first = startWorker(t);
     await until(`${KILL_AFTER} deliveries`, first, deadline, () => receiver.received.length >= KILL_AFTER);
     // Keep the answers back so that the kill is sure to find deliveries mid-request: without this,
     // it can land between one batch's settlement and the next claim, and strand nothing.
@@ -150,7 +148,7 @@ describe('webhook delivery when a worker process crashes', () => {
 
     // The dead worker's sockets are gone; the answers kept back go nowhere.
     receiver.release();
-    const second = startWorker();
+    const second = startWorker(t);
     await until(`all ${EVENTS} events`, second, deadline, () => receivedIds().size === EVENTS);
     // Every event has arrived, but an attempt may still be recording its outcome: stop only once the
     // queue holds nothing the worker could still owe.

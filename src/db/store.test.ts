@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { isStoreReady } from './connect.ts';
-import { createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 
 describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
+  const suite = suiteScope();
   before(async () => {
-    testStore = await createTestStore();
+    testStore = await createTestStore(suite);
   });
-  after(() => testStore.destroy());
 
   it('is ready once migrated', async () => {
     assert.equal(await isStoreReady(testStore.store), true);

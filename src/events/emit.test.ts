@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Db } from '../db/connect.ts';
 import type { Queue } from '../jobs/queue.ts';
 import { mailSend } from '../jobs/catalog.ts';
-import type { TestServer } from '../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../test/harness.ts';
 import { assertError, createKey, startServerWithOwner, type SignedUp } from '../../test/factories.ts';
 import type { EventEnvelope } from './envelope.ts';
 
@@ -11,11 +11,11 @@ describe('in-process subscribers to the event stream', () => {
   let server: TestServer;
   let owner: SignedUp;
   let key: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
   const createContact = (phoneNumber: string) => server.request('POST', '/v1/contacts', { token: key, body: { phone_number: phoneNumber }, headers: { 'idempotency-key': `contact-${phoneNumber}` } });
   const storedContacts = (phoneNumber: string) => server.app.store.db.selectFrom('contacts').select('id').where('phone_number', '=', phoneNumber).execute();

@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startServer, type TestServer } from '../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { startServer, suiteScope, type TestServer } from '../../test/harness.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp } from '../../test/factories.ts';
 
 describe('expand', () => {
   let server: TestServer;
   let owner: SignedUp;
   let queries = 0;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer({ onQuery: () => queries++ });
+    server = await startServer(suite, { onQuery: () => queries++ });
     owner = await signUp(server);
     for (let i = 0; i < 6; i++) {
       const connection = await createConnection(server, owner);
@@ -16,7 +17,6 @@ describe('expand', () => {
     }
     await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
   });
-  after(() => server.close());
 
   const queriesFor = async (path: string) => {
     queries = 0;

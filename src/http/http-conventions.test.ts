@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { ERROR_CODES, ERROR_TYPES } from '../lib/errors.ts';
-import { startServer, type TestServer } from '../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../test/harness.ts';
 import { assertError, createConnection, signUp, type SignedUp, startServerWithOwner } from '../../test/factories.ts';
 
 describe('HTTP conventions shared by every endpoint', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   describe('the error catalogue', () => {
     it('has exactly nine types and forty-seven codes, each code of a known type', () => {
@@ -174,19 +174,15 @@ describe('HTTP conventions shared by every endpoint', () => {
   });
 
   describe('internal failures', () => {
-    it('an unexpected error is a masked 500 with the request id', async () => {
+    it('an unexpected error is a masked 500 with the request id', async (t) => {
       // Pulling a table from under a live server (its own store) makes a handler fail unexpectedly.
-      const broken = await startServer();
-      try {
-        const account = await signUp(broken);
-        await sql`alter table organizations rename to organizations_gone`.execute(broken.app.store.db);
-        const response = await broken.request('GET', '/v1/identity', { token: account.token });
-        const error = assertError(response, 500, 'internal_error');
-        assert.equal(error.message, 'An unexpected error occurred.');
-        assert.doesNotMatch(response.text, /organizations|at .*\.ts:\d+/);
-      } finally {
-        await broken.close();
-      }
+      const broken = await startServer(t);
+      const account = await signUp(broken);
+      await sql`alter table organizations rename to organizations_gone`.execute(broken.app.store.db);
+      const response = await broken.request('GET', '/v1/identity', { token: account.token });
+      const error = assertError(response, 500, 'internal_error');
+      assert.equal(error.message, 'An unexpected error occurred.');
+      assert.doesNotMatch(response.text, /organizations|at .*\.ts:\d+/);
     });
   });
 });

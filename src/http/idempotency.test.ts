@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { AppError } from '../lib/errors.ts';
 import { DAY, ManualClock, SECOND } from '../lib/clock.ts';
 import { SecretBox } from '../lib/crypto.ts';
@@ -10,7 +10,8 @@ import { createIdempotencyKeysModule } from '../modules/idempotency-keys/index.t
 import { registerAccessControl } from './access.ts';
 import { registerIdempotency } from './idempotency.ts';
 import { createHttpServer, type HttpServer } from './server.ts';
-import { createTestStore, startServer, usingPostgres, type ApiResponse, type TestServer, type TestStore } from '../../test/harness.ts';
+import { createTestStore, startServer, suiteScope, usingPostgres, type ApiResponse, type Scope, type TestServer, type TestStore } from '../../test/harness.ts';
+import { waitFor } from '../../test/wait.ts';
 import { assertError, createKey, signUp } from '../../test/factories.ts';
 
 const ORGANIZATION_KEY = { kind: 'organization', mode: 'live' } as const;
@@ -49,10 +50,10 @@ async function assertExactlyOneActs(responses: ApiResponse[]): Promise<void> {
 
 describe('idempotency keys on side-effecting POSTs', () => {
   let server: TestServer;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
   });
-  after(() => server.close());
 
   describe('replays', () => {
     it('a retry with the same key and body returns the original status and body, marked replayed, and creates nothing', async () => {
@@ -259,21 +260,17 @@ describe('idempotency keys on side-effecting POSTs', () => {
       assert.ok(isReplay(await post(server, '/v1/api-keys', owner.token, key, ORGANIZATION_KEY)));
     });
 
-    it('50 concurrent identical requests spread over two servers on one PostgreSQL create exactly one API key', { skip: !usingPostgres && 'needs TEST_DATABASE_URL' }, async () => {
+    it('50 concurrent identical requests spread over two servers on one PostgreSQL create exactly one API key', { skip: !usingPostgres && 'needs TEST_DATABASE_URL' }, async (t) => {
       // One clock for both, as two machines kept in sync would have: the lock timeout assumes that.
-      const second = await startServer({ shareStore: server.testStore, clock: server.clock });
-      try {
-        const owner = await signUp(server);
-        const key = newKey();
-        const responses = await Promise.all(
-          Array.from({ length: 50 }, (_, i) => post(i % 2 === 0 ? server : second, '/v1/api-keys', owner.token, key, ORGANIZATION_KEY)),
-        );
-        await assertExactlyOneActs(responses);
-        assert.equal(await countKeys(server, owner.token), 1);
-        assert.equal(await countKeys(second, owner.token), 1);
-      } finally {
-        await second.close();
-      }
+      const second = await startServer(t, { shareStore: server.testStore, clock: server.clock });
+      const owner = await signUp(server);
+      const key = newKey();
+      const responses = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => post(i % 2 === 0 ? server : second, '/v1/api-keys', owner.token, key, ORGANIZATION_KEY)),
+      );
+      await assertExactlyOneActs(responses);
+      assert.equal(await countKeys(server, owner.token), 1);
+      assert.equal(await countKeys(second, owner.token), 1);
     });
   });
 });
@@ -299,13 +296,15 @@ describe('idempotency route declarations and failures', () => {
   const clock = new ManualClock('2026-06-01T12:00:00.000Z');
   let testStore: TestStore;
 
+  const suite = suiteScope();
   before(async () => {
-    testStore = await createTestStore();
+    testStore = await createTestStore(suite);
   });
-  after(() => testStore.destroy());
 
-  async function bareServer(register: (app: HttpServer) => void) {
+  /** The bare server, closed when `scope` ends. */
+  async function bareServer(scope: Scope, register: (app: HttpServer) => void) {
     const app = createHttpServer({ publicBaseUrl: 'http://localhost:3000', logLevel: 'silent', trustProxy: false });
+    scope.after(() => app.close());
     registerAccessControl(app, async (bearer) => {
       if (bearer !== 'good') throw new AppError('credential_invalid');
       return principal(organizationId);
@@ -330,28 +329,23 @@ describe('idempotency route declarations and failures', () => {
         const text = await response.text();
         return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
       },
-      close: () => app.close(),
     };
   }
 
-  it('a route that requires the key refuses a request without one with idempotency_key_required', async () => {
+  it('a route that requires the key refuses a request without one with idempotency_key_required', async (t) => {
     let runs = 0;
-    const bare = await bareServer((app) => {
+    const bare = await bareServer(t, (app) => {
       app.post('/v1/sends', { config: { access: { scope: null }, idempotency: 'required' }, handler: async (_request, reply) => reply.code(201).send({ run: ++runs }) });
     });
-    try {
-      const error = assertError(await bare.post('/v1/sends'), 400, 'idempotency_key_required');
-      assert.equal(error.type, 'idempotency_error');
-      assert.equal(runs, 0);
-      assert.equal((await bare.post('/v1/sends', newKey())).status, 201);
-    } finally {
-      await bare.close();
-    }
+    const error = assertError(await bare.post('/v1/sends'), 400, 'idempotency_key_required');
+    assert.equal(error.type, 'idempotency_error');
+    assert.equal(runs, 0);
+    assert.equal((await bare.post('/v1/sends', newKey())).status, 201);
   });
 
-  it('a 5xx releases the key, so the retry runs again and its success is what replays', async () => {
+  it('a 5xx releases the key, so the retry runs again and its success is what replays', async (t) => {
     let runs = 0;
-    const bare = await bareServer((app) => {
+    const bare = await bareServer(t, (app) => {
       app.post('/v1/flaky', {
         config: { access: { scope: null } },
         handler: async (_request, reply) => {
@@ -361,24 +355,20 @@ describe('idempotency route declarations and failures', () => {
         },
       });
     });
-    try {
-      const key = newKey();
-      assertError(await bare.post('/v1/flaky', key), 500, 'internal_error');
-      const retry = await bare.post('/v1/flaky', key);
-      assert.equal(retry.status, 201);
-      assert.ok(!isReplay(retry));
-      const replay = await bare.post('/v1/flaky', key);
-      assert.ok(isReplay(replay));
-      assert.deepEqual(replay.body, { run: 2 });
-      assert.equal(runs, 2);
-    } finally {
-      await bare.close();
-    }
+    const key = newKey();
+    assertError(await bare.post('/v1/flaky', key), 500, 'internal_error');
+    const retry = await bare.post('/v1/flaky', key);
+    assert.equal(retry.status, 201);
+    assert.ok(!isReplay(retry));
+    const replay = await bare.post('/v1/flaky', key);
+    assert.ok(isReplay(replay));
+    assert.deepEqual(replay.body, { run: 2 });
+    assert.equal(runs, 2);
   });
 
-  it('a retryable error releases the key: a stored "try again later" would never let the retry succeed', async () => {
+  it('a retryable error releases the key: a stored "try again later" would never let the retry succeed', async (t) => {
     let runs = 0;
-    const bare = await bareServer((app) => {
+    const bare = await bareServer(t, (app) => {
       app.post('/v1/locked', {
         config: { access: { scope: null } },
         handler: async () => {
@@ -388,21 +378,17 @@ describe('idempotency route declarations and failures', () => {
         },
       });
     });
-    try {
-      const key = newKey();
-      assertError(await bare.post('/v1/locked', key), 409, 'conversation_locked');
-      const retry = await bare.post('/v1/locked', key);
-      assert.equal(retry.status, 200);
-      assert.ok(!isReplay(retry));
-    } finally {
-      await bare.close();
-    }
+    const key = newKey();
+    assertError(await bare.post('/v1/locked', key), 409, 'conversation_locked');
+    const retry = await bare.post('/v1/locked', key);
+    assert.equal(retry.status, 200);
+    assert.ok(!isReplay(retry));
   });
 
-  it('a retry while the first runs is idempotency_key_in_flight; after the 60 s lock timeout it takes the key over', async () => {
+  it('a retry while the first runs is idempotency_key_in_flight; after the 60 s lock timeout it takes the key over', async (t) => {
     const gates: Array<() => void> = [];
     let runs = 0;
-    const bare = await bareServer((app) => {
+    const bare = await bareServer(t, (app) => {
       app.post('/v1/slow', {
         config: { access: { scope: null } },
         handler: async (_request, reply) => {
@@ -412,40 +398,36 @@ describe('idempotency route declarations and failures', () => {
         },
       });
     });
-    try {
-      const key = newKey();
-      const first = bare.post('/v1/slow', key);
-      while (runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const key = newKey();
+    const first = bare.post('/v1/slow', key);
+    await waitFor(() => runs > 0, { message: 'the first request to reach its handler' });
 
-      const busy = assertError(await bare.post('/v1/slow', key), 409, 'idempotency_key_in_flight');
-      assert.equal(busy.idempotency_key, key);
+    const busy = assertError(await bare.post('/v1/slow', key), 409, 'idempotency_key_in_flight');
+    assert.equal(busy.idempotency_key, key);
 
-      // The first execution looks dead (its process would have crashed): the next retry takes over.
-      clock.advance(60 * SECOND);
-      const takenOver = await bare.post('/v1/slow', key);
-      assert.equal(takenOver.status, 201);
-      assert.deepEqual(takenOver.body, { run: 2 });
+    // The first execution looks dead (its process would have crashed): the next retry takes over.
+    clock.advance(60 * SECOND);
+    const takenOver = await bare.post('/v1/slow', key);
+    assert.equal(takenOver.status, 201);
+    assert.deepEqual(takenOver.body, { run: 2 });
 
-      // The overtaken execution still answers its own client, but the key keeps its successor's answer.
-      gates[0]!();
-      assert.deepEqual((await first).body, { run: 1 });
-      const replay = await bare.post('/v1/slow', key);
-      assert.ok(isReplay(replay));
-      assert.deepEqual(replay.body, { run: 2 });
-    } finally {
-      await bare.close();
-    }
+    // The overtaken execution still answers its own client, but the key keeps its successor's answer.
+    gates[0]!();
+    assert.deepEqual((await first).body, { run: 1 });
+    const replay = await bare.post('/v1/slow', key);
+    assert.ok(isReplay(replay));
+    assert.deepEqual(replay.body, { run: 2 });
   });
 
-  it('a GET or public route that declares idempotency fails at start-up', async () => {
+  it('a GET or public route that declares idempotency fails at start-up', async (t) => {
     await assert.rejects(
-      bareServer((app) => {
+      bareServer(t, (app) => {
         app.get('/v1/reads', { config: { access: { scope: null }, idempotency: 'required' }, handler: async () => ({}) });
       }),
       /declares idempotency/,
     );
     await assert.rejects(
-      bareServer((app) => {
+      bareServer(t, (app) => {
         app.post('/auth/open', { config: { access: { public: true, reason: 'test' }, idempotency: 'optional' }, handler: async () => ({}) });
       }),
       /declares idempotency/,

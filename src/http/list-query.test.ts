@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { MINUTE } from '../lib/clock.ts';
-import { startServer, type TestServer } from '../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../test/harness.ts';
 import { assertError, createKey, signUp, type SignedUp } from '../../test/factories.ts';
 
 /** Lists behave the same everywhere; API keys are the list under test because they are cheap to make. */
@@ -10,8 +10,9 @@ describe('lists: cursor paging, time ranges and order', () => {
   let owner: SignedUp;
   const ids: string[] = [];
   let midpoint = '';
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
     owner = await signUp(server);
     for (let i = 0; i < 7; i++) {
       if (i === 4) {
@@ -22,7 +23,6 @@ describe('lists: cursor paging, time ranges and order', () => {
       server.clock.advance(1000);
     }
   });
-  after(() => server.close());
 
   const page = async (query: string) => {
     const response = await server.request('GET', `/v1/api-keys?${query}`, { token: owner.token });
@@ -126,10 +126,10 @@ describe('lists: cursor paging, time ranges and order', () => {
 
 describe('the members and events lists', () => {
   let server: TestServer;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
   });
-  after(() => server.close());
 
   it('members lists the organization’s people, filtered by role', async () => {
     const owner = await signUp(server);

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startServer, type TestServer } from '../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { startServer, suiteScope, type TestServer } from '../../test/harness.ts';
 
 describe('the OpenAPI document', () => {
   let server: TestServer;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
   });
-  after(() => server.close());
 
   it('is OpenAPI 3.1 and describes every API route with its scope', async () => {
     const response = await server.request('GET', '/v1/openapi.json');

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '../config/config.ts';
 import { HOUR, ManualClock } from '../lib/clock.ts';
-import { startServer, type ApiResponse, type TestServer } from '../../test/harness.ts';
+import { startServer, suiteScope, type ApiResponse, type TestServer } from '../../test/harness.ts';
 import { assertError, createConnection, createKey, signUp } from '../../test/factories.ts';
+import { waitFor } from '../../test/wait.ts';
 import { addressBucket, CREDENTIAL_BUCKETS, createMemoryBuckets, createRedisBuckets, takeToken, type BucketPolicy } from './rate-limit.ts';
 
 /*
@@ -121,11 +121,11 @@ describe('rate limits: a token bucket per credential and per source address', ()
   describe(`response headers (${store} store)`, () => {
     let server: TestServer;
     let organizationId: string;
+    const suite = suiteScope();
     before(async () => {
-      server = await startServer({ env: limitsEnv() });
+      server = await startServer(suite, { env: limitsEnv() });
       organizationId = (await signUp(server)).organizationId;
     });
-    after(() => server.close());
 
     it('a 200 describes the credential’s bucket: its burst, the whole tokens left and the seconds until it is full', async () => {
       const { token } = await oauthToken(server, organizationId);
@@ -160,105 +160,85 @@ describe('rate limits: a token bucket per credential and per source address', ()
       );
     });
 
-    it('a 401 describes the address’s bucket, and each failed authentication spends from it', async () => {
-      const server = await startServer({ env: limitsEnv() });
-      try {
-        const startedAt = performance.now();
-        const missing = await server.request('GET', '/v1/identity');
-        assertError(missing, 401, 'credential_missing');
-        assert.deepEqual(rateHeaders(missing), { limit: 20, remaining: 19, reset: 3 });
-        const invalid = await server.request('GET', '/v1/identity', { token: 'cok_live_00000000000000000000000000000000' });
-        assertError(invalid, 401, 'credential_invalid');
-        assertBetween(rateHeaders(invalid).remaining, 18, 18 + refilledSince(startedAt, ADDRESS), 'remaining');
-        const unknownRoute = await server.request('GET', '/v1/no-such-thing');
-        assertError(unknownRoute, 404, 'route_not_found');
-        assert.equal(rateHeaders(unknownRoute).limit, 20, 'an unknown path is unauthenticated traffic too');
-      } finally {
-        await server.close();
-      }
+    it('a 401 describes the address’s bucket, and each failed authentication spends from it', async (t) => {
+      const server = await startServer(t, { env: limitsEnv() });
+      const startedAt = performance.now();
+      const missing = await server.request('GET', '/v1/identity');
+      assertError(missing, 401, 'credential_missing');
+      assert.deepEqual(rateHeaders(missing), { limit: 20, remaining: 19, reset: 3 });
+      const invalid = await server.request('GET', '/v1/identity', { token: 'cok_live_00000000000000000000000000000000' });
+      assertError(invalid, 401, 'credential_invalid');
+      assertBetween(rateHeaders(invalid).remaining, 18, 18 + refilledSince(startedAt, ADDRESS), 'remaining');
+      const unknownRoute = await server.request('GET', '/v1/no-such-thing');
+      assertError(unknownRoute, 404, 'route_not_found');
+      assert.equal(rateHeaders(unknownRoute).limit, 20, 'an unknown path is unauthenticated traffic too');
     });
 
-    it('/auth/login answers 20 requests from one address, then refuses with 429 and Retry-After', async () => {
-      const server = await startServer({ env: limitsEnv() });
-      try {
-        const startedAt = performance.now();
-        // The limit runs before validation, so bodies that fail it count the same as wrong passwords
-        // and spare the test 20 password hashes.
-        const body = { email: 'nobody@example.com' };
-        const responses = await all(server, 25, 'POST', '/auth/login', { body });
-        const admitted = responses.filter((response) => response.status !== 429);
-        for (const response of admitted) assertError(response, 400, 'validation_failed');
-        assertBetween(admitted.length, 20, 20 + refilledSince(startedAt, ADDRESS), 'attempts admitted');
-        const refused = responses.find((response) => response.status === 429)!;
-        assertError(refused, 429, 'rate_limited');
-        assertBetween(Number(refused.headers.get('retry-after')), 1, 3, 'Retry-After');
-        assert.equal(rateHeaders(refused).remaining, 0);
-      } finally {
-        await server.close();
-      }
+    it('/auth/login answers 20 requests from one address, then refuses with 429 and Retry-After', async (t) => {
+      const server = await startServer(t, { env: limitsEnv() });
+      const startedAt = performance.now();
+      // The limit runs before validation, so bodies that fail it count the same as wrong passwords
+      // and spare the test 20 password hashes.
+      const body = { email: 'nobody@example.com' };
+      const responses = await all(server, 25, 'POST', '/auth/login', { body });
+      const admitted = responses.filter((response) => response.status !== 429);
+      for (const response of admitted) assertError(response, 400, 'validation_failed');
+      assertBetween(admitted.length, 20, 20 + refilledSince(startedAt, ADDRESS), 'attempts admitted');
+      const refused = responses.find((response) => response.status === 429)!;
+      assertError(refused, 429, 'rate_limited');
+      assertBetween(Number(refused.headers.get('retry-after')), 1, 3, 'Retry-After');
+      assert.equal(rateHeaders(refused).remaining, 0);
     });
 
-    it('failed authentications on protected routes drain the address’s budget for /auth, but a valid credential is still served', async () => {
-      const server = await startServer({ env: limitsEnv() });
-      try {
-        const startedAt = performance.now();
-        const owner = await signUp(server);
-        let last: ApiResponse | undefined;
-        for (let i = 0; i < 19; i++) last = await server.request('GET', '/v1/identity', { token: `cok_live_${randomBytes(16).toString('hex')}` });
-        assertBetween(rateHeaders(last!).remaining, 0, refilledSince(startedAt, ADDRESS), 'remaining');
-        // On Redis, only while no token can have come back, with a second's margin for the requests below.
-        if (refilledSince(startedAt - 1000, ADDRESS) === 0) {
-          assertError(await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } }), 429, 'rate_limited');
-          // Waiting would not fix a wrong credential, so it keeps its own answer rather than a 429.
-          const stillWrong = await server.request('GET', '/v1/identity', { token: 'cok_live_00000000000000000000000000000000' });
-          assertError(stillWrong, 401, 'credential_invalid');
-          assert.equal(rateHeaders(stillWrong).remaining, 0);
+    it('failed authentications on protected routes drain the address’s budget for /auth, but a valid credential is still served', async (t) => {
+      const server = await startServer(t, { env: limitsEnv() });
+      const startedAt = performance.now();
+      const owner = await signUp(server);
+      let last: ApiResponse | undefined;
+      for (let i = 0; i < 19; i++) last = await server.request('GET', '/v1/identity', { token: `cok_live_${randomBytes(16).toString('hex')}` });
+      assertBetween(rateHeaders(last!).remaining, 0, refilledSince(startedAt, ADDRESS), 'remaining');
+      // On Redis, only while no token can have come back, with a second's margin for the requests below.
+      if (refilledSince(startedAt - 1000, ADDRESS) === 0) {
+        assertError(await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } }), 429, 'rate_limited');
+        // Waiting would not fix a wrong credential, so it keeps its own answer rather than a 429.
+        const stillWrong = await server.request('GET', '/v1/identity', { token: 'cok_live_00000000000000000000000000000000' });
+        assertError(stillWrong, 401, 'credential_invalid');
+        assert.equal(rateHeaders(stillWrong).remaining, 0);
+      }
+      const valid = await server.request('GET', '/v1/identity', { token: owner.token });
+      assert.equal(valid.status, 200);
+      assert.equal(rateHeaders(valid).limit, CREDENTIAL_BUCKETS.dashboard_token.burst);
+    });
+
+    it('health, readiness, the OpenAPI document and the error reference are never limited and spend nothing', async (t) => {
+      const server = await startServer(t, { env: limitsEnv() });
+      for (const path of ['/healthz', '/readyz', '/v1/openapi.json', '/docs/errors', '/docs/errors/rate_limited']) {
+        for (const response of await all(server, 25, 'GET', path)) {
+          assert.equal(response.status, 200, path);
+          assert.equal(response.headers.get('x-ratelimit-limit'), null, path);
         }
-        const valid = await server.request('GET', '/v1/identity', { token: owner.token });
-        assert.equal(valid.status, 200);
-        assert.equal(rateHeaders(valid).limit, CREDENTIAL_BUCKETS.dashboard_token.burst);
-      } finally {
-        await server.close();
       }
+      assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).remaining, 19);
     });
 
-    it('health, readiness, the OpenAPI document and the error reference are never limited and spend nothing', async () => {
-      const server = await startServer({ env: limitsEnv() });
-      try {
-        for (const path of ['/healthz', '/readyz', '/v1/openapi.json', '/docs/errors', '/docs/errors/rate_limited']) {
-          for (const response of await all(server, 25, 'GET', path)) {
-            assert.equal(response.status, 200, path);
-            assert.equal(response.headers.get('x-ratelimit-limit'), null, path);
-          }
-        }
-        assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).remaining, 19);
-      } finally {
-        await server.close();
-      }
-    });
-
-    it('only those public routes opt out, each in its access declaration', async () => {
-      const server = await startServer();
-      try {
-        const exempt = server.app.accessTable.filter(({ access }) => access.public && access.rateLimit === false).map(({ url }) => url);
-        // The sandbox stands in for the provider, which has no rate limit of ours: all of it is exempt.
-        assert.ok(server.app.accessTable.filter(({ url }) => url.startsWith('/sandbox/')).every(({ url }) => exempt.includes(url)));
-        const service = [...new Set(exempt.filter((url) => !url.startsWith('/sandbox/')))].sort();
-        assert.deepEqual(service, ['/docs/errors', '/docs/errors/:code', '/healthz', '/provider/webhook', '/readyz', '/v1/openapi.json']);
-      } finally {
-        await server.close();
-      }
+    it('only those public routes opt out, each in its access declaration', async (t) => {
+      const server = await startServer(t);
+      const exempt = server.app.accessTable.filter(({ access }) => access.public && access.rateLimit === false).map(({ url }) => url);
+      // The sandbox stands in for the provider, which has no rate limit of ours: all of it is exempt.
+      assert.ok(server.app.accessTable.filter(({ url }) => url.startsWith('/sandbox/')).every(({ url }) => exempt.includes(url)));
+      const service = [...new Set(exempt.filter((url) => !url.startsWith('/sandbox/')))].sort();
+      assert.deepEqual(service, ['/docs/errors', '/docs/errors/:code', '/healthz', '/provider/webhook', '/readyz', '/v1/openapi.json']);
     });
   });
 
   describe(`credential buckets (${store} store)`, () => {
     let server: TestServer;
     let owner: Awaited<ReturnType<typeof signUp>>;
+    const suite = suiteScope();
     before(async () => {
-      server = await startServer({ env: limitsEnv() });
+      server = await startServer(suite, { env: limitsEnv() });
       owner = await signUp(server);
     });
-    after(() => server.close());
 
     it('each credential kind has its burst: connection key 200, organization key 400, OAuth token 40, dashboard token 400', async () => {
       const connection = await createConnection(server, owner);
@@ -295,32 +275,28 @@ describe('rate limits: a token bucket per credential and per source address', ()
   });
 
   describe(`credential buckets raised for benchmarks and load tests (${store} store)`, () => {
-    it('RATE_LIMIT_CREDENTIAL_MULTIPLIER=10 serves an OAuth token 60 requests at once where the spec’s bucket stops at 40; the address bucket keeps its 20', async () => {
-      const server = await startServer({ env: { ...limitsEnv(), RATE_LIMIT_CREDENTIAL_MULTIPLIER: '10' } });
-      try {
-        const owner = await signUp(server);
-        const { token } = await oauthToken(server, owner.organizationId);
-        const startedAt = performance.now();
-        const responses = await all(server, 60, 'GET', '/v1/identity', { token });
-        assert.deepEqual(responses.map((response) => response.status), responses.map(() => 200));
-        assert.equal(rateHeaders(responses[0]!).limit, 400);
-        const left = Math.min(...responses.map((response) => rateHeaders(response).remaining));
-        assertBetween(left, 340, 340 + refilledSince(startedAt, { burst: 400, perSecond: 200 }), 'remaining after 60');
-        const organizationKey = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
-        assert.equal(rateHeaders(await server.request('GET', '/v1/identity', { token: organizationKey.key })).limit, 4000);
-        assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).limit, 20);
-      } finally {
-        await server.close();
-      }
+    it('RATE_LIMIT_CREDENTIAL_MULTIPLIER=10 serves an OAuth token 60 requests at once where the spec’s bucket stops at 40; the address bucket keeps its 20', async (t) => {
+      const server = await startServer(t, { env: { ...limitsEnv(), RATE_LIMIT_CREDENTIAL_MULTIPLIER: '10' } });
+      const owner = await signUp(server);
+      const { token } = await oauthToken(server, owner.organizationId);
+      const startedAt = performance.now();
+      const responses = await all(server, 60, 'GET', '/v1/identity', { token });
+      assert.deepEqual(responses.map((response) => response.status), responses.map(() => 200));
+      assert.equal(rateHeaders(responses[0]!).limit, 400);
+      const left = Math.min(...responses.map((response) => rateHeaders(response).remaining));
+      assertBetween(left, 340, 340 + refilledSince(startedAt, { burst: 400, perSecond: 200 }), 'remaining after 60');
+      const organizationKey = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
+      assert.equal(rateHeaders(await server.request('GET', '/v1/identity', { token: organizationKey.key })).limit, 4000);
+      assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).limit, 20);
     });
   });
 
   describe('refill, on the memory store and the service clock', () => {
     let server: TestServer;
+    const suite = suiteScope();
     before(async () => {
-      server = await startServer({ env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '' } });
+      server = await startServer(suite, { env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '' } });
     });
-    after(() => server.close());
 
     it('a refused OAuth token is served again 50 ms later, and has its whole burst back after 2 s', async () => {
       const owner = await signUp(server);
@@ -348,25 +324,20 @@ describe('rate limits: a token bucket per credential and per source address', ()
         });
         after(() => redis.quit());
 
-        it('two servers on one Redis share one bucket per credential', async () => {
+        it('two servers on one Redis share one bucket per credential', async (t) => {
           const prefix = `${runId}-shared`;
-          const first = await startServer({ env: limitsEnv(prefix) });
-          const second = await startServer({ shareStore: first.testStore, env: limitsEnv(prefix) });
-          try {
-            const owner = await signUp(first);
-            const { id, token } = await oauthToken(first, owner.organizationId);
-            const startedAt = performance.now();
-            const fromFirst = await all(first, 39, 'GET', '/v1/identity', { token });
-            assert.ok(fromFirst.every((response) => response.status === 200));
-            assert.equal(await redis.exists(`${prefix}:oauth_token:${id}`), 1, 'the bucket is a key in Redis');
-            // A bucket of its own would leave the second server 39.
-            const fromSecond = await second.request('GET', '/v1/identity', { token });
-            assertBetween(rateHeaders(fromSecond).remaining, 0, refilledSince(startedAt, OAUTH), 'left for the second server');
-            assertError(await spendUntilRefused(second, token), 429, 'rate_limited');
-          } finally {
-            await second.close();
-            await first.close();
-          }
+          const first = await startServer(t, { env: limitsEnv(prefix) });
+          const second = await startServer(t, { shareStore: first.testStore, env: limitsEnv(prefix) });
+          const owner = await signUp(first);
+          const { id, token } = await oauthToken(first, owner.organizationId);
+          const startedAt = performance.now();
+          const fromFirst = await all(first, 39, 'GET', '/v1/identity', { token });
+          assert.ok(fromFirst.every((response) => response.status === 200));
+          assert.equal(await redis.exists(`${prefix}:oauth_token:${id}`), 1, 'the bucket is a key in Redis');
+          // A bucket of its own would leave the second server 39.
+          const fromSecond = await second.request('GET', '/v1/identity', { token });
+          assertBetween(rateHeaders(fromSecond).remaining, 0, refilledSince(startedAt, OAUTH), 'left for the second server');
+          assertError(await spendUntilRefused(second, token), 429, 'rate_limited');
         });
 
         it('the Redis bucket refills on Redis’s clock, one token per interval', async () => {
@@ -378,7 +349,7 @@ describe('rate limits: a token bucket per credential and per source address', ()
           assertBetween(refused.retryAfterMs, 1, 200, 'wait for one token');
           assertBetween(refused.resetMs, 1801, 2000, 'wait until full');
           assert.equal((await buckets.take('test', 'k', policy, 0)).remaining, 0, 'a look spends nothing');
-          await sleep(refused.retryAfterMs + 20);
+          await waitFor(async () => (await buckets.take('test', 'k', policy, 0)).remaining > 0, { message: 'a token to come back' });
           const back = await buckets.take('test', 'k', policy);
           assert.deepEqual([back.allowed, back.remaining], [true, 0]);
           const pttl = await redis.pttl(`${runId}-direct:test:k`);
@@ -386,35 +357,26 @@ describe('rate limits: a token bucket per credential and per source address', ()
         });
       });
     } else {
-      it('without REDIS_URL each process keeps its own buckets in memory', async () => {
-        const first = await startServer({ env: limitsEnv() });
-        const second = await startServer({ shareStore: first.testStore, env: limitsEnv() });
-        try {
-          const owner = await signUp(first);
-          const { token } = await oauthToken(first, owner.organizationId);
-          await all(first, 40, 'GET', '/v1/identity', { token });
-          assertError(await first.request('GET', '/v1/identity', { token }), 429, 'rate_limited');
-          assert.equal(rateHeaders(await second.request('GET', '/v1/identity', { token })).remaining, 39);
-        } finally {
-          await second.close();
-          await first.close();
-        }
+      it('without REDIS_URL each process keeps its own buckets in memory', async (t) => {
+        const first = await startServer(t, { env: limitsEnv() });
+        const second = await startServer(t, { shareStore: first.testStore, env: limitsEnv() });
+        const owner = await signUp(first);
+        const { token } = await oauthToken(first, owner.organizationId);
+        await all(first, 40, 'GET', '/v1/identity', { token });
+        assertError(await first.request('GET', '/v1/identity', { token }), 429, 'rate_limited');
+        assert.equal(rateHeaders(await second.request('GET', '/v1/identity', { token })).remaining, 39);
       });
     }
 
-    it('when Redis cannot be reached, each process limits with its own memory buckets and nothing fails with a 500', async () => {
-      const server = await startServer({ env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '', REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_KEY_PREFIX: `${runId}-down` } });
-      try {
-        const owner = await signUp(server);
-        const { token } = await oauthToken(server, owner.organizationId);
-        const responses = await all(server, 45, 'GET', '/v1/identity', { token });
-        assert.equal(responses.filter((response) => response.status === 200).length, 40);
-        assert.equal(responses.filter((response) => response.status === 429).length, 5);
-        assert.deepEqual(rateHeaders(responses[0]!).limit, 40);
-        assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).limit, 20);
-      } finally {
-        await server.close();
-      }
+    it('when Redis cannot be reached, each process limits with its own memory buckets and nothing fails with a 500', async (t) => {
+      const server = await startServer(t, { env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '', REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_KEY_PREFIX: `${runId}-down` } });
+      const owner = await signUp(server);
+      const { token } = await oauthToken(server, owner.organizationId);
+      const responses = await all(server, 45, 'GET', '/v1/identity', { token });
+      assert.equal(responses.filter((response) => response.status === 200).length, 40);
+      assert.equal(responses.filter((response) => response.status === 429).length, 5);
+      assert.deepEqual(rateHeaders(responses[0]!).limit, 40);
+      assert.equal(rateHeaders(await server.request('GET', '/v1/identity')).limit, 20);
     });
   });
 });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import type { JobsTable } from '../db/schema.ts';
 import { DAY, HOUR, MINUTE, ManualClock } from '../lib/clock.ts';
-import { createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { jobPurge } from './catalog.ts';
 import { NO_RETRY, defineJob } from './job.ts';
 import { createQueueMaintenance, registerQueueMaintenance } from './maintenance.ts';
@@ -18,10 +18,10 @@ const ago = (ms: number) => new Date(NOW - ms).toISOString();
 describe(`the queue's housekeeping (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
   let serial = 0;
+  const suite = suiteScope();
   before(async () => {
-    testStore = await createTestStore();
+    testStore = await createTestStore(suite);
   });
-  after(() => testStore.destroy());
   afterEach(async () => {
     await testStore.store.db.deleteFrom('jobs').execute();
   });

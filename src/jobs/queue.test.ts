@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { HOUR, ManualClock, SECOND } from '../lib/clock.ts';
-import { connectAgain, createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { connectAgain, createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { waitFor } from '../../test/wait.ts';
 import { JobError, defineJob, retrySchedule, type JobDefinition } from './job.ts';
 import { createQueue } from './queue.ts';
 import { createWorker, type Worker, type WorkerLog } from './worker.ts';
@@ -16,10 +17,10 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
   let clock: ManualClock;
   let workers: Worker[] = [];
+  const suite = suiteScope();
   before(async () => {
-    testStore = await createTestStore();
+    testStore = await createTestStore(suite);
   });
-  after(() => testStore.destroy());
   afterEach(async () => {
     await Promise.all(workers.map((w) => w.stop(100)));
     workers = [];
@@ -142,7 +143,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     first.worker.register(Tick, () => new Promise<void>((resolve) => (release = resolve)));
     const id = await first.db.transaction().execute((trx) => first.queue.enqueue(trx, Tick, { n: 1 }));
     first.worker.start();
-    while ((await statusOf(id)).status !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(async () => (await statusOf(id)).status === 'running', { message: 'the first worker to claim the job' });
 
     const second = setup({ leaseMs: 30 * SECOND });
     const seen: number[] = [];
@@ -154,7 +155,8 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.equal((await statusOf(id)).attempts, 2);
 
     release();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Stopping waits for the jobs in flight: the dead worker's late outcome has been tried when it returns.
+    await first.worker.stop();
     const job = await statusOf(id);
     assert.equal(job.status, 'succeeded');
     assert.equal(job.locked_by, null);
@@ -165,7 +167,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     worker.register(Tick, (_payload, context) => new Promise<void>((_, reject) => context.signal.addEventListener('abort', () => reject(new Error('aborted')))));
     const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     worker.start();
-    while ((await statusOf(id)).status !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(async () => (await statusOf(id)).status === 'running', { message: 'the worker to claim the job' });
     await worker.stop(20);
     const job = await statusOf(id);
     assert.equal(job.status, 'queued');
@@ -175,30 +177,25 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
 
   // PostgreSQL is the store for several processes; SQLite has one writer, so there the two workers
   // share the process's one connection, which is how two SQLite workers would ever run.
-  it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'} never run one job twice`, async () => {
-    const other = usingPostgres ? connectAgain(testStore) : { ...testStore, destroy: async () => undefined };
-    try {
-      const runs = new Map<number, number>();
-      const a = setup({ concurrency: 8 });
-      const b = setup({ concurrency: 8, store: other });
-      const handler = async ({ n }: { n: number }) => {
-        runs.set(n, (runs.get(n) ?? 0) + 1);
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      };
-      a.worker.register(Tick, handler);
-      b.worker.register(Tick, handler);
-      await a.db.transaction().execute(async (trx) => {
-        for (let n = 0; n < 200; n++) await a.queue.enqueue(trx, Tick, { n });
-      });
-      const [ranByA, ranByB] = await Promise.all([a.worker.drain(), b.worker.drain()]);
-      assert.equal(ranByA + ranByB, 200);
-      assert.equal(runs.size, 200);
-      assert.ok([...runs.values()].every((count) => count === 1));
-    } finally {
-      await Promise.all(workers.map((w) => w.stop(100)));
-      workers = [];
-      await other.destroy();
-    }
+  it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'} never run one job twice`, async (t) => {
+    const other = usingPostgres ? connectAgain(t, testStore) : testStore;
+    const runs = new Map<number, number>();
+    const a = setup({ concurrency: 8 });
+    const b = setup({ concurrency: 8, store: other });
+    const handler = async ({ n }: { n: number }) => {
+      runs.set(n, (runs.get(n) ?? 0) + 1);
+      // Holds each job a moment, so that the two workers claim while the other's jobs are running.
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    };
+    a.worker.register(Tick, handler);
+    b.worker.register(Tick, handler);
+    await a.db.transaction().execute(async (trx) => {
+      for (let n = 0; n < 200; n++) await a.queue.enqueue(trx, Tick, { n });
+    });
+    const [ranByA, ranByB] = await Promise.all([a.worker.drain(), b.worker.drain()]);
+    assert.equal(ranByA + ranByB, 200);
+    assert.equal(runs.size, 200);
+    assert.ok([...runs.values()].every((count) => count === 1));
   });
 
   describe('the catalogue at start-up', () => {
@@ -244,8 +241,8 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.deepEqual(warnings, []);
     });
 
-    it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'}: the one that knows a job runs it, the other never touches it`, async () => {
-      const other = usingPostgres ? connectAgain(testStore) : { ...testStore, destroy: async () => undefined };
+    it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'}: the one that knows a job runs it, the other never touches it`, async (t) => {
+      const other = usingPostgres ? connectAgain(t, testStore) : testStore;
       try {
         const older = setup({ catalog: [Tick] });
         const newer = setup({ catalog: [Tick, Newer], store: other });
@@ -275,7 +272,6 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       } finally {
         await Promise.all(workers.map((w) => w.stop(100)));
         workers = [];
-        await other.destroy();
       }
     });
   });

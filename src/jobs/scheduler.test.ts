@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { DAY, HOUR, MINUTE, ManualClock, SECOND } from '../lib/clock.ts';
-import { connectAgain, createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { connectAgain, createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { NO_RETRY, defineJob, defineRecurringJob } from './job.ts';
 import { createQueue } from './queue.ts';
 import { createScheduler, slotKey, slotOf } from './scheduler.ts';
@@ -16,10 +16,10 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
   let clock: ManualClock;
   let workers: Worker[] = [];
+  const suite = suiteScope();
   before(async () => {
-    testStore = await createTestStore();
+    testStore = await createTestStore(suite);
   });
-  after(() => testStore.destroy());
   afterEach(async () => {
     await Promise.all(workers.map((w) => w.stop(100)));
     workers = [];
@@ -87,9 +87,9 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
 
   // Several processes on one PostgreSQL each tick their own scheduler; on SQLite, a process's workers
   // share its one connection.
-  it(`workers and schedulers ticking at once ${usingPostgres ? 'on separate connections ' : ''}create one job per slot, and the other work still runs`, async () => {
+  it(`workers and schedulers ticking at once ${usingPostgres ? 'on separate connections ' : ''}create one job per slot, and the other work still runs`, async (t) => {
     clock = new ManualClock('2026-06-01T10:20:00Z');
-    const other = usingPostgres ? connectAgain(testStore) : { ...testStore, destroy: async () => undefined };
+    const other = usingPostgres ? connectAgain(t, testStore) : testStore;
     try {
       const ran: string[] = [];
       const a = setup({ ran });
@@ -106,7 +106,6 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     } finally {
       await Promise.all(workers.map((w) => w.stop(100)));
       workers = [];
-      await other.destroy();
     }
   });
 

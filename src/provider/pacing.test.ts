@@ -16,6 +16,7 @@ import {
   type Sleep,
 } from './pacing.ts';
 import { ProviderError, type OutboundMessage, type Provider, type ProviderCredentials } from './provider.ts';
+import { waitFor } from '../../test/wait.ts';
 
 const credentials: ProviderCredentials = { accessToken: 'token', phoneNumberId: 'pn_1', wabaId: 'waba_1' };
 const text: OutboundMessage = { to: '15551234567', type: 'text', text: 'hello' };
@@ -241,6 +242,7 @@ describe('outbound pacing: abandoning a wait', () => {
     const controller = new AbortController();
     const started = performance.now();
     const waiting = pacer.acquire('pn_1', 1, controller.signal);
+    // The scenario itself: the abort comes while the acquire waits out its one-second slot.
     setTimeout(() => controller.abort(new Error('shutting down')), 10);
     await assert.rejects(waiting, /shutting down/);
     assert.ok(performance.now() - started < 500, 'did not wait out the one-second slot');
@@ -342,8 +344,7 @@ describe('outbound pacing: shared through Redis (TEST_REDIS_URL)', { skip: redis
     await store.reserve('expiring', 20, 1000);
     const ttl = await clients[0]!.pttl(`${prefix}:expiring`);
     assert.ok(ttl > 0 && ttl <= 20, `the key lives ${ttl} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    assert.equal(await clients[0]!.exists(`${prefix}:expiring`), 0);
+    await waitFor(async () => (await clients[0]!.exists(`${prefix}:expiring`)) === 0, { timeoutMs: 2000, message: 'the key to expire' });
   });
 });
 
@@ -431,6 +432,7 @@ describe('outbound pacing: the provider wrapper', () => {
     const provider = new ScriptedProvider([throttled(5)]);
     const { wrapped } = paced(provider, { signal: controller.signal, sleep });
     const sending = wrapped.sendMessage(credentials, text);
+    // The scenario itself: the abort comes during the five-second throttle wait.
     setTimeout(() => controller.abort(new Error('draining')), 10);
     await assert.rejects(sending, /draining/);
     assert.equal(provider.calls.length, 1);

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { CONNECTION_KEY_SCOPES, ORGANIZATION_KEY_DEFAULT_SCOPES } from '../credentials/scopes.schemas.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 describe('API keys', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   describe('create', () => {
     it('an organization key is cok_<mode>_ + 32 characters, shown once, with the default scopes', async () => {
@@ -191,17 +191,13 @@ describe('API keys', () => {
       assert.equal((await server.request('GET', '/v1/identity', { token: live.key })).status, 200);
     });
 
-    it('a key revoked through another process stops working there within a second', async () => {
-      const other = await startServer({ shareStore: server.testStore, clock: server.clock });
-      try {
-        const key = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
-        assert.equal((await other.request('GET', '/v1/identity', { token: key.key })).status, 200);
-        assert.equal((await server.request('POST', `/v1/api-keys/${key.id}/revoke`, { token: owner.token })).status, 200);
-        server.clock.advance(1000);
-        assertError(await other.request('GET', '/v1/identity', { token: key.key }), 401, 'credential_revoked');
-      } finally {
-        await other.close();
-      }
+    it('a key revoked through another process stops working there within a second', async (t) => {
+      const other = await startServer(t, { shareStore: server.testStore, clock: server.clock });
+      const key = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
+      assert.equal((await other.request('GET', '/v1/identity', { token: key.key })).status, 200);
+      assert.equal((await server.request('POST', `/v1/api-keys/${key.id}/revoke`, { token: owner.token })).status, 200);
+      server.clock.advance(1000);
+      assertError(await other.request('GET', '/v1/identity', { token: key.key }), 401, 'credential_revoked');
     });
 
     it('an unknown key id is resource_not_found', async () => {

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { MINUTE, DAY, SECOND } from '../../lib/clock.ts';
 import { REFRESH_REUSE_GRACE_MS } from './auth.service.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { assertError, signUp } from '../../../test/factories.ts';
 
 describe('auth: sign-up, login, refresh, logout', () => {
   let server: TestServer;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
   });
-  after(() => server.close());
 
   describe('happy path', () => {
     it('sign-up creates an organization, its owner and a 15-minute dashboard token', async () => {

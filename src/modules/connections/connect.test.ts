@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
-import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 /** The sandbox's control API, mounted at /sandbox in sandbox mode. */
 async function control(server: TestServer, path: string, body: unknown) {
@@ -18,8 +18,8 @@ async function eventsOf(server: TestServer, organizationId: string, type: string
 describe('connecting a number', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('exchanges the code, reads the number, subscribes the app, and emits connection.connected', async () => {
     const response = await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'any-code', name: 'Support', metadata: { team: 'eu' } } });
@@ -110,8 +110,8 @@ describe('connecting a number', () => {
 describe('a connected number over its life', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('sync records a quality and limit change, each as its event', async () => {
     const connection = await createConnection(server, owner);
@@ -162,15 +162,11 @@ describe('what the provider says about a connected number', () => {
   let owner: SignedUp;
   // The deadline test moves the clock past the dashboard token's 15 minutes; a key does not expire.
   let apiKey: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
-  const settle = async () => {
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-  };
   const get = async (id: string) => (await server.request('GET', `/v1/connections/${id}`, { token: apiKey })).body;
 
   it('a revoked token turns the connection needs_reauth once; reauthorise with a new code reconnects it', async () => {
@@ -198,11 +194,11 @@ describe('what the provider says about a connected number', () => {
   it("a quality webhook makes the service read the number again, and emits what moved", async () => {
     const connection = await createConnection(server, owner);
     await control(server, 'quality', { phone_number_id: connection.phone_number_id, quality_rating: 'RED' });
-    await settle();
+    await settle(server);
     assert.equal((await get(connection.id)).quality_rating, 'red');
     assert.equal((await eventsOf(server, owner.organizationId, 'connection.quality_changed')).filter((o) => o.id === connection.id).length, 1);
     await control(server, 'limit-tier', { phone_number_id: connection.phone_number_id, tier: 'TIER_100K' });
-    await settle();
+    await settle(server);
     assert.equal((await get(connection.id)).messaging_limit_tier, 'TIER_100K');
     assert.equal((await eventsOf(server, owner.organizationId, 'connection.limit_changed')).filter((o) => o.id === connection.id).length, 1);
   });
@@ -210,7 +206,7 @@ describe('what the provider says about a connected number', () => {
   it('an account update that removes our app disconnects the connection', async () => {
     const connection = await createConnection(server, owner);
     await control(server, 'account-update', { waba_id: connection.waba_id, event: 'PARTNER_APP_UNINSTALLED' });
-    await settle();
+    await settle(server);
     const after = await get(connection.id);
     assert.equal(after.status, 'disconnected');
     assert.equal((await eventsOf(server, owner.organizationId, 'connection.disconnected')).filter((o) => o.id === connection.id).length, 1);
@@ -218,22 +214,22 @@ describe('what the provider says about a connected number', () => {
 
   it('coexistence history arrives in chunks: imported messages, progress, then completed', async () => {
     const connection = await createConnection(server, owner, { coexistence: true });
-    await settle();
+    await settle(server);
     assert.equal((await get(connection.id)).onboarding.status, 'importing');
     const thread = (user: string, text: string) => ({ user, messages: [{ direction: 'inbound', text, timestamp: 1_770_000_000 }, { direction: 'outbound', text: `re: ${text}`, status: 'READ', timestamp: 1_770_000_100 }] });
     // Out of order: the later chunk first.
     await control(server, 'history', { phone_number_id: connection.phone_number_id, phase: 1, chunk_order: 2, progress: 60, threads: [thread('447700900001', 'older')] });
-    await settle();
+    await settle(server);
     let state = await get(connection.id);
     assert.equal(state.onboarding.progress, 60);
     assert.equal(state.onboarding.messages_imported, 2);
     await control(server, 'history', { phone_number_id: connection.phone_number_id, phase: 0, chunk_order: 1, progress: 30, threads: [thread('447700900002', 'recent')] });
-    await settle();
+    await settle(server);
     state = await get(connection.id);
     assert.equal(state.onboarding.progress, 60, 'progress never goes back');
     assert.equal(state.onboarding.messages_imported, 4);
     await control(server, 'history', { phone_number_id: connection.phone_number_id, phase: 2, chunk_order: 3, progress: 100, threads: [] });
-    await settle();
+    await settle(server);
     state = await get(connection.id);
     assert.equal(state.onboarding.status, 'completed');
     assert.ok(state.onboarding.completed_at);
@@ -251,9 +247,9 @@ describe('what the provider says about a connected number', () => {
 
   it('a declined history share fails the onboarding', async () => {
     const connection = await createConnection(server, owner, { coexistence: true });
-    await settle();
+    await settle(server);
     await control(server, 'history', { phone_number_id: connection.phone_number_id, error: {} });
-    await settle();
+    await settle(server);
     const state = await get(connection.id);
     assert.equal(state.onboarding.status, 'failed');
     assert.match(state.onboarding.failure_reason, /2593109/);
@@ -262,7 +258,7 @@ describe('what the provider says about a connected number', () => {
 
   it('an import that never completes fails at its deadline', async () => {
     const connection = await createConnection(server, owner, { coexistence: true });
-    await settle();
+    await settle(server);
     server.clock.advance(25 * 60 * 60 * 1000);
     await server.app.worker.drain();
     const state = await get(connection.id);
@@ -274,8 +270,8 @@ describe('what the provider says about a connected number', () => {
 describe("a connection's templates", () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
   const templatesOf = (connectionId: string) => server.app.store.db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).orderBy('name').execute();
 
   it('sync records the account’s templates; the provider’s review is template.status_changed; one gone is deleted', async () => {
@@ -295,8 +291,7 @@ describe("a connection's templates", () => {
     assert.equal(body?.text, 'Your order {{1}} is ready');
 
     await control(server, 'template-status', { template_id: created.body.id, status: 'APPROVED' });
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
+    await settle(server);
     rows = await templatesOf(connection.id);
     assert.equal(rows[1]!.status, 'approved');
     const changed = (await eventsOf(server, owner.organizationId, 'template.status_changed')).filter((t) => t.connection_id === connection.id);

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 describe('connections', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('get returns the connection in its API shape', async () => {
     const connection = await createConnection(server, owner, { test: true, coexistence: true });
@@ -59,8 +59,8 @@ describe('connections', () => {
 describe('connection metadata limits', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('a metadata key over 40 characters is refused', async () => {
     const connection = await createConnection(server, owner);

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR, SECOND } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, inbound, newCustomer, settle, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 
 /** A fresh UK number in the range reserved for drama (+44 7700 900xxx), padded to stay unique per run. */
-const newNumber = () => `+4477009${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+const newNumber = () => `+${newCustomer()}`;
 
 interface StoredEvent {
   id: string;
@@ -44,20 +44,16 @@ async function createContact(server: TestServer, token: string, body: Record<str
   return response.body as Record<string, any> & { id: string; phone_number: string };
 }
 
-/** A customer's message through the sandbox, processed to the end; answers the stored message. */
-async function inboundMessage(server: TestServer, phoneNumberId: string, from: string, name = 'Ada') {
-  const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: phoneNumberId, from: from.replace(/^\+/, ''), type: 'text', text: 'hi', name } });
-  assert.equal(response.status, 200, response.text);
-  await server.app.sandbox!.idle();
-  await server.app.worker.drain();
-  return server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+/** A customer's message through the sandbox from `from` (E.164 here), processed to the end; answers the stored message. */
+function inboundMessage(server: TestServer, phoneNumberId: string, from: string, name = 'Ada') {
+  return inbound(server, { phone_number_id: phoneNumberId }, { from: from.replace(/^\+/, ''), name });
 }
 
 describe('contacts', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   const create = (body: Record<string, unknown> = {}, token = owner.token) => createContact(server, token, body);
   const events = (contactId: string) => contactEvents(server, owner.organizationId, contactId);
@@ -100,33 +96,29 @@ describe('contacts', () => {
       assert.deepEqual(response.body, contact);
     });
 
-    it('list pages with the list rules, newest first by default', async () => {
-      const { server: own, owner: alone } = await startServerWithOwner();
-      try {
-        const made: string[] = [];
-        for (let i = 0; i < 5; i++) {
-          const response = await own.request('POST', '/v1/contacts', { token: alone.token, body: { phone_number: newNumber() } });
-          made.push(response.body.id);
-          own.clock.advance(SECOND);
-        }
-        const first = await own.request('GET', '/v1/contacts?limit=2', { token: alone.token });
-        assert.equal(first.body.object, 'list');
-        assert.deepEqual(first.body.data.map((c: { id: string }) => c.id), [made[4], made[3]]);
-        assert.equal(first.body.has_more, true);
-        assert.equal(first.body.next_cursor, made[3]);
-        const second = await own.request('GET', `/v1/contacts?limit=2&after=${first.body.next_cursor}`, { token: alone.token });
-        assert.deepEqual(second.body.data.map((c: { id: string }) => c.id), [made[2], made[1]]);
-        const back = await own.request('GET', `/v1/contacts?limit=2&before=${made[1]}`, { token: alone.token });
-        assert.deepEqual(back.body.data.map((c: { id: string }) => c.id), [made[3], made[2]]);
-        const ascending = await own.request('GET', '/v1/contacts?order=asc&limit=100', { token: alone.token });
-        assert.deepEqual(ascending.body.data.map((c: { id: string }) => c.id), made);
-        assert.equal(ascending.body.has_more, false);
-        assert.equal(ascending.body.next_cursor, null);
-        const window = await own.request('GET', '/v1/contacts?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z', { token: alone.token });
-        assert.deepEqual(window.body.data.map((c: { id: string }) => c.id), made.slice(1, 4));
-      } finally {
-        await own.close();
+    it('list pages with the list rules, newest first by default', async (t) => {
+      const { server: own, owner: alone } = await startServerWithOwner(t);
+      const made: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const response = await own.request('POST', '/v1/contacts', { token: alone.token, body: { phone_number: newNumber() } });
+        made.push(response.body.id);
+        own.clock.advance(SECOND);
       }
+      const first = await own.request('GET', '/v1/contacts?limit=2', { token: alone.token });
+      assert.equal(first.body.object, 'list');
+      assert.deepEqual(first.body.data.map((c: { id: string }) => c.id), [made[4], made[3]]);
+      assert.equal(first.body.has_more, true);
+      assert.equal(first.body.next_cursor, made[3]);
+      const second = await own.request('GET', `/v1/contacts?limit=2&after=${first.body.next_cursor}`, { token: alone.token });
+      assert.deepEqual(second.body.data.map((c: { id: string }) => c.id), [made[2], made[1]]);
+      const back = await own.request('GET', `/v1/contacts?limit=2&before=${made[1]}`, { token: alone.token });
+      assert.deepEqual(back.body.data.map((c: { id: string }) => c.id), [made[3], made[2]]);
+      const ascending = await own.request('GET', '/v1/contacts?order=asc&limit=100', { token: alone.token });
+      assert.deepEqual(ascending.body.data.map((c: { id: string }) => c.id), made);
+      assert.equal(ascending.body.has_more, false);
+      assert.equal(ascending.body.next_cursor, null);
+      const window = await own.request('GET', '/v1/contacts?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z', { token: alone.token });
+      assert.deepEqual(window.body.data.map((c: { id: string }) => c.id), made.slice(1, 4));
     });
 
     it('list filters by phone_number, exactly', async () => {
@@ -525,10 +517,10 @@ describe('contacts across organizations', () => {
   let server: TestServer;
   let alpha: SignedUp;
   let beta: SignedUp;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations(suite));
   });
-  after(() => server.close());
 
   it("another organization's contact is 404 everywhere, and its number is free in this one", async () => {
     const phone = newNumber();
@@ -561,28 +553,23 @@ describe('contacts from inbound messages', () => {
   let owner: SignedUp;
   let connection: { id: string; phone_number_id: string };
   let receiver: Receiver;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     connection = await createConnection(server, owner);
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
   });
-  after(async () => {
-    await receiver.close();
-    await server.close();
-  });
-
-  const inbound = (from: string, name: string) => inboundMessage(server, connection.phone_number_id, from, name);
 
   it('a message from a new number creates a contact the API shows; after a delete, the next message creates another', async () => {
     const phone = newNumber();
-    const first = await inbound(phone.slice(1), 'Ada');
+    const first = await inboundMessage(server, connection.phone_number_id, phone);
     const listed = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent(phone)}`, { token: owner.token });
     assert.deepEqual(listed.body.data.map((c: { id: string; profile_name: string }) => [c.id, c.profile_name]), [[first.contact_id, 'Ada']]);
     assert.equal(listed.body.data[0].consent.marketing.status, 'unknown');
 
     await server.request('POST', `/v1/contacts/${first.contact_id}/consent`, { token: owner.token, body: { status: 'opted_out', source: 'keyword' } });
     assert.equal((await server.request('DELETE', `/v1/contacts/${first.contact_id}`, { token: owner.token })).status, 200);
-    const second = await inbound(phone.slice(1), 'Ada');
+    const second = await inboundMessage(server, connection.phone_number_id, phone);
     assert.notEqual(second.contact_id, first.contact_id);
     assert.notEqual(second.conversation_id, first.conversation_id, "the deleted contact's conversation stays with it");
     const contact = await server.request('GET', `/v1/contacts/${second.contact_id}`, { token: owner.token });
@@ -615,8 +602,8 @@ type Numbered = { id: string; phone_number_id: string };
  * A server whose owner has two live numbers, Support and Sales, and an organization key: the clock
  * moves by hours in these suites, past a dashboard token's 15 minutes.
  */
-async function startWithTwoNumbers(): Promise<{ server: TestServer; owner: SignedUp; token: string; support: Numbered; sales: Numbered }> {
-  const { server, owner } = await startServerWithOwner();
+async function startWithTwoNumbers(scope: Scope): Promise<{ server: TestServer; owner: SignedUp; token: string; support: Numbered; sales: Numbered }> {
+  const { server, owner } = await startServerWithOwner(scope);
   const support = await createConnection(server, owner, { name: 'Support' });
   const sales = await createConnection(server, owner, { name: 'Sales' });
   const token = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
@@ -629,8 +616,8 @@ describe('merging contacts', () => {
   let token: string;
   let support: Numbered;
   let sales: Numbered;
-  before(async () => ({ server, owner, token, support, sales } = await startWithTwoNumbers()));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner, token, support, sales } = await startWithTwoNumbers(suite)));
 
   const create = (body: Record<string, unknown> = {}) => createContact(server, token, body);
   const merge = (id: string, body: unknown, as = token) => server.request('POST', `/v1/contacts/${id}/merge`, { token: as, body });
@@ -871,7 +858,7 @@ describe('merging contacts', () => {
         const sent = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: sourcePhone.slice(1), type: 'text', text: 'again' } });
         const [merged] = await Promise.all([
           merge(survivor.id, { source_contact_id: first.contact_id }),
-          server.app.sandbox!.idle().then(() => server.app.worker.drain()),
+          settle(server),
         ]);
         assert.equal(merged.status, 200, merged.text);
         await server.app.worker.drain();
@@ -894,11 +881,11 @@ describe('the 24-hour window', () => {
   let support: Numbered;
   let sales: Numbered;
   let sandboxTest: Numbered;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner, token, support, sales } = await startWithTwoNumbers());
+    ({ server, owner, token, support, sales } = await startWithTwoNumbers(suite));
     sandboxTest = await createConnection(server, owner, { name: 'Trying things', test: true });
   });
-  after(() => server.close());
 
   const window = (id: string, query = '', as = token) => server.request('GET', `/v1/contacts/${id}/window${query}`, { token: as });
   const plusDay = (iso: string) => new Date(Date.parse(iso) + 24 * HOUR).toISOString();

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { SECOND } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, inbound, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
-const newCustomer = () => `4477011${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
 const LOCK_EVENTS = ['conversation.lock_changed', 'conversation.lock_requested'];
 
 interface Member { token: string; memberId: string }
@@ -17,32 +15,19 @@ describe('conversation locks', () => {
   let line: { id: string; phone_number_id: string };
   let key: string;
   let receiver: Receiver;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     const endpoint = await server.request('POST', '/v1/webhook-endpoints', { token: key, body: { url: receiver.url, events: LOCK_EVENTS } });
     assert.equal(endpoint.status, 201, endpoint.text);
   });
-  after(async () => {
-    await receiver.close();
-    await server.close();
-  });
-
-  /** Lets the sandbox's webhooks arrive, then runs every job due by the clock (timers, deliveries). */
-  async function settle(): Promise<void> {
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-  }
 
   /** A conversation made the way customers make them: a message to the sandbox number. */
   async function conversation(): Promise<string> {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: line.phone_number_id, from: newCustomer(), type: 'text', text: 'hello' } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    const row = await server.app.store.db.selectFrom('messages').select('conversation_id').where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
-    return row.conversation_id;
+    return (await inbound(server, line, { text: 'hello' })).conversation_id;
   }
 
   const agent = (): Promise<Member> => addMember(server, owner.organizationId, 'agent');
@@ -68,7 +53,7 @@ describe('conversation locks', () => {
   /** Moves the clock to `start + offset` and runs every job due. */
   async function runTo(start: number, offset: number): Promise<void> {
     server.clock.set(start + offset);
-    await settle();
+    await settle(server);
   }
 
   describe('acquire, renew, release', () => {
@@ -111,7 +96,7 @@ describe('conversation locks', () => {
       const alice = await agent();
       const conversationId = await conversation();
       const lock = (await acquire(alice, conversationId)).body;
-      await settle();
+      await settle(server);
       const delivered = receiver.received.map((request) => JSON.parse(request.body) as { type: string; connection_id: string; data: { object: Record<string, any> } })
         .filter((event) => event.data.object.id === lock.id);
       assert.equal(delivered.length, 1);
@@ -498,7 +483,7 @@ describe('conversation locks', () => {
       const events = await lockEvents(conversationId);
       assert.deepEqual(events.map((event) => [event.object.id, event.object.last_change]), [[lock.id, 'acquired'], [lock.id, 'idle'], [taken.body.id, 'acquired']]);
       assert.equal(events[1]!.object.ended_at, iso(start + 10 * SECOND), 'ended at its deadline, not when noticed');
-      await settle();
+      await settle(server);
       assert.equal((await lockEvents(conversationId)).length, 3, 'the old timer finds nothing left to do');
     });
 

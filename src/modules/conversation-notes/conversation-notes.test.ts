@@ -1,30 +1,24 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
-
-const newCustomer = () => `4477005${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { addMember, assertError, createConnection, createKey, inbound, newCustomer, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 describe('conversation notes', () => {
   let server: TestServer;
   let owner: SignedUp;
   let line: { id: string; phone_number_id: string };
   let key: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
   /** A customer's message on `connection`; answers the id and contact of its conversation. */
   async function conversationWith(connection = line, from = newCustomer()): Promise<{ id: string; contact_id: string }> {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'hi' } });
-    assert.equal(response.status, 200, response.text);
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-    return server.app.store.db.selectFrom('messages').select(['conversation_id as id', 'contact_id']).where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+    const message = await inbound(server, connection, { from });
+    return { id: message.conversation_id, contact_id: message.contact_id };
   }
 
   const write = (conversationId: string, body: unknown, token = owner.token) => server.request('POST', `/v1/conversations/${conversationId}/notes`, { token, body });

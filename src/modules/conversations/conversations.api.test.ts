@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR } from '../../lib/clock.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp } from '../../../test/factories.ts';
-
-/** A customer number as the provider sends `from` (digits only), unique per run. */
-const newCustomer = () => `4477006${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
+import { addMember, assertError, createConnection, createKey, inbound as inboundRow, newCustomer, signUp, type SignedUp } from '../../../test/factories.ts';
 
 type Conversation = Record<string, any> & { id: string; contact_id: string; connection_id: string; state: string; tags: string[]; updated_at: string };
 interface Connection { id: string; phone_number_id: string }
@@ -23,8 +19,9 @@ describe('the /v1/conversations endpoints', () => {
   let testKey: string;
   let stranger: SignedUp;
   let strangersConversation: Conversation;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer({ onQuery: () => queries++ });
+    server = await startServer(suite, { onQuery: () => queries++ });
     owner = await signUp(server);
     line = await createConnection(server, owner, { name: 'Support' });
     other = await createConnection(server, owner, { name: 'Sales' });
@@ -34,19 +31,10 @@ describe('the /v1/conversations endpoints', () => {
     stranger = await signUp(server, { organizationName: 'Elsewhere Ltd' });
     strangersConversation = await inbound(newCustomer(), await createConnection(server, stranger), stranger.token);
   });
-  after(() => server.close());
-
-  async function settle(): Promise<void> {
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-  }
 
   /** A customer's message through the sandbox; answers its conversation as the API shows it. */
   async function inbound(from = newCustomer(), connection = line, token = key): Promise<Conversation> {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'hi' } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    const message = await server.app.store.db.selectFrom('messages').select('conversation_id').where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+    const message = await inboundRow(server, connection, { from });
     return (await get(message.conversation_id, token)).body as Conversation;
   }
 

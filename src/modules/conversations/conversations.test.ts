@@ -1,40 +1,26 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
-import { createConnection, createKey, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
-
-const newNumber = () => `4477009${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { createConnection, createKey, inbound, newCustomer, settle, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 describe('the window_expiring timer', () => {
   let server: TestServer;
   let owner: SignedUp;
   let token: string;
   let support: { id: string; phone_number_id: string };
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     support = await createConnection(server, owner, { name: 'Support' });
     // The clock moves by days here, past a dashboard token's 15 minutes.
     token = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
-  /** Lets the sandbox send what it queued, then runs every job due by the clock. */
-  async function settle(): Promise<void> {
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-  }
-  async function inbound(from: string, phoneNumberId = support.phone_number_id) {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: phoneNumberId, from, type: 'text', text: 'hi' } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    return server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
-  }
   /** Moves the clock to `start + offset` and runs what fell due. */
   async function runTo(start: number, offset: number): Promise<void> {
     server.clock.set(start + offset);
-    await settle();
+    await settle(server);
   }
   const warnings = async (conversationId: string) =>
     (await server.app.store.db.selectFrom('events').selectAll().where('type', '=', 'conversation.window_expiring').orderBy('id').execute())
@@ -48,7 +34,7 @@ describe('the window_expiring timer', () => {
 
   it('fires once, one hour before the window closes, with the conversation and when it closes', async () => {
     const start = server.clock.now().getTime();
-    const message = await inbound(newNumber());
+    const message = await inbound(server, support);
     await runTo(start, 23 * HOUR - SECOND);
     assert.deepEqual(await warnings(message.conversation_id), []);
     await runTo(start, 23 * HOUR);
@@ -66,10 +52,10 @@ describe('the window_expiring timer', () => {
 
   it('a later message moves the timer, not duplicates it: nothing at 23 h, a warning at 33 h', async () => {
     const start = server.clock.now().getTime();
-    const from = newNumber();
-    const message = await inbound(from);
+    const from = newCustomer();
+    const message = await inbound(server, support, { from });
     await runTo(start, 10 * HOUR);
-    await inbound(from);
+    await inbound(server, support, { from });
     assert.deepEqual((await queuedTimers(message.conversation_id)).map((job) => job.run_at), [iso(start + 33 * HOUR)]);
     await runTo(start, 23 * HOUR);
     assert.deepEqual(await warnings(message.conversation_id), []);
@@ -79,11 +65,11 @@ describe('the window_expiring timer', () => {
 
   it('a message after the warning pushes the closing time back, and the new closing time is warned about too', async () => {
     const start = server.clock.now().getTime();
-    const from = newNumber();
-    const message = await inbound(from);
+    const from = newCustomer();
+    const message = await inbound(server, support, { from });
     await runTo(start, 23 * HOUR);
     await runTo(start, 23 * HOUR + 30 * MINUTE);
-    await inbound(from);
+    await inbound(server, support, { from });
     await runTo(start, 46 * HOUR + 30 * MINUTE - SECOND);
     assert.deepEqual(await expiries(message.conversation_id), [iso(start + 24 * HOUR)]);
     await runTo(start, 46 * HOUR + 30 * MINUTE);
@@ -92,18 +78,18 @@ describe('the window_expiring timer', () => {
 
   it('a window that opens again after it closed gets its own timer', async () => {
     const start = server.clock.now().getTime();
-    const from = newNumber();
-    const message = await inbound(from);
+    const from = newCustomer();
+    const message = await inbound(server, support, { from });
     await runTo(start, 23 * HOUR);
     await runTo(start, 30 * HOUR);
-    await inbound(from);
+    await inbound(server, support, { from });
     await runTo(start, 53 * HOUR);
     assert.deepEqual(await expiries(message.conversation_id), [iso(start + 24 * HOUR), iso(start + 54 * HOUR)]);
   });
 
   it('a timer that runs again (a worker lost after sending) warns once', async () => {
     const start = server.clock.now().getTime();
-    const message = await inbound(newNumber());
+    const message = await inbound(server, support);
     await runTo(start, 23 * HOUR);
     await server.app.store.db.updateTable('jobs').set({ status: 'queued', attempts: 0 })
       .where('name', '=', 'conversation.window_expiring').where('dedupe_key', 'like', `%${message.conversation_id}%`).execute();
@@ -113,7 +99,7 @@ describe('the window_expiring timer', () => {
 
   it('a warning that could not run before the window closed (no worker for that hour) is dropped', async () => {
     const start = server.clock.now().getTime();
-    const message = await inbound(newNumber());
+    const message = await inbound(server, support);
     await runTo(start, 24 * HOUR);
     assert.deepEqual(await warnings(message.conversation_id), []);
     assert.deepEqual(await queuedTimers(message.conversation_id), []);
@@ -121,7 +107,7 @@ describe('the window_expiring timer', () => {
 
   it('a message processed after its window closed (a late webhook) sets no timer', async () => {
     const start = server.clock.now().getTime();
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: newNumber(), type: 'text', text: 'hi' } });
+    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: newCustomer(), type: 'text', text: 'hi' } });
     await server.app.sandbox!.idle();
     await runTo(start, 25 * HOUR);
     const message = await server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
@@ -132,16 +118,16 @@ describe('the window_expiring timer', () => {
 
   it('imported history moves nothing', async () => {
     const coexistence = await createConnection(server, { token }, { coexistence: true });
-    await settle();
+    await settle(server);
     const start = server.clock.now().getTime();
-    const from = newNumber();
-    const message = await inbound(from, coexistence.phone_number_id);
+    const from = newCustomer();
+    const message = await inbound(server, coexistence, { from });
     await runTo(start, 5 * HOUR);
     const history = await server.request('POST', '/sandbox/control/history', {
       body: { phone_number_id: coexistence.phone_number_id, phase: 0, chunk_order: 1, progress: 100, threads: [{ user: from, messages: [{ direction: 'inbound', text: 'from the app', timestamp: Math.floor((start + 5 * HOUR) / 1000) }] }] },
     });
     assert.equal(history.status, 200, history.text);
-    await settle();
+    await settle(server);
     const conversation = await server.app.store.db.selectFrom('conversations').selectAll().where('id', '=', message.conversation_id).executeTakeFirstOrThrow();
     assert.equal(conversation.last_inbound_at, iso(start));
     await runTo(start, 23 * HOUR);
@@ -154,9 +140,9 @@ describe('the window_expiring timer', () => {
 
     it("the survivor's timer follows the merged thread's later customer message; the folded thread's never fires", async () => {
       const start = server.clock.now().getTime();
-      const survivor = await inbound(newNumber());
+      const survivor = await inbound(server, support);
       await runTo(start, 5 * HOUR);
-      const source = await inbound(newNumber());
+      const source = await inbound(server, support);
       await runTo(start, 6 * HOUR);
       assert.equal((await merge(survivor.contact_id, source.contact_id)).status, 200);
       assert.deepEqual((await queuedTimers(survivor.conversation_id)).map((job) => job.run_at), [iso(start + 28 * HOUR)]);
@@ -169,9 +155,9 @@ describe('the window_expiring timer', () => {
 
     it('a closing time the folded thread was already warned about is not warned about again', async () => {
       const start = server.clock.now().getTime();
-      const survivor = await inbound(newNumber());
+      const survivor = await inbound(server, support);
       await runTo(start, HOUR);
-      const source = await inbound(newNumber());
+      const source = await inbound(server, support);
       await runTo(start, 23 * HOUR);
       await runTo(start, 24 * HOUR + 10 * MINUTE);
       assert.deepEqual(await expiries(source.conversation_id), [iso(start + 25 * HOUR)]);

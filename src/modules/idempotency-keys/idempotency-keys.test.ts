@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { before, beforeEach, describe, it } from 'node:test';
 import { HOUR, MINUTE } from '../../lib/clock.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { IDEMPOTENCY_RETENTION_MS } from './index.ts';
 
 describe('purging expired idempotency keys', () => {
   let server: TestServer;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
   });
-  after(() => server.close());
   beforeEach(async () => {
     await server.app.store.db.deleteFrom('idempotency_keys').execute();
   });

@@ -4,11 +4,12 @@ import { readdirSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import type { Principal } from '../credentials/principal.ts';
-import type { TestServer } from '../../../test/harness.ts';
-import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { waitFor } from '../../../test/wait.ts';
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
@@ -49,12 +50,12 @@ function mediaSuite() {
     token: string;
     connection: { id: string; phone_number_id: string; waba_id: string };
   };
+  const suite = suiteScope();
   before(async () => {
-    ({ server: ctx.server, owner: ctx.owner } = await startServerWithOwner());
+    ({ server: ctx.server, owner: ctx.owner } = await startServerWithOwner(suite));
     ctx.token = ctx.owner.token;
     ctx.connection = await createConnection(ctx.server, ctx.owner);
   });
-  after(() => ctx.server.close());
 
   async function post(token: string | undefined, body: FormData | string, headers: Record<string, string> = {}): Promise<Answer> {
     const response = await fetch(`${ctx.server.url}/v1/media`, { method: 'POST', headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, body });
@@ -88,11 +89,18 @@ function mediaSuite() {
     const responseHeaders = new Headers(Object.entries(response.headers).map(([name, value]) => [name, String(value)] as [string, string]));
     return { status: response.statusCode!, headers: responseHeaders, bytes, text, body: (response.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : undefined };
   }
-  /** Every file in the media storage; settles first, since unused uploads are dropped after their response. */
+  /**
+   * Every file in the media storage, once each belongs to a media: an unused upload's bytes are
+   * dropped just after its response, and a partial file is gone once its upload ends.
+   */
   async function storedFiles(): Promise<string[]> {
-    await new Promise((resolve) => setTimeout(resolve, 50));
     const root = path.join(ctx.server.config.dataDir, 'media');
-    return readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
+    const list = () => readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
+    await waitFor(async () => {
+      const kept = new Set((await ctx.server.app.store.db.selectFrom('media').select('storage_key').execute()).map((row) => row.storage_key));
+      return list().every((file) => kept.has(path.basename(file)));
+    }, { message: 'the bytes of unused uploads to be dropped' });
+    return list();
   }
   const get = async (id: string) => (await ctx.server.request('GET', `/v1/media/${id}`, { token: ctx.token })).body;
   const mediaRows = (organizationId: string) => ctx.server.app.store.db.selectFrom('media').selectAll().where('organization_id', '=', organizationId).execute();
@@ -442,8 +450,7 @@ describe('media: sending and receiving', () => {
         body: { phone_number_id: connection.phone_number_id, from: '447700900123', type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' } },
       });
       assert.equal(answer.status, 200, answer.text);
-      await server.app.sandbox!.idle();
-      await server.app.worker.drain();
+      await settle(server);
       const deliveries = (await server.request('GET', '/sandbox/control/webhooks')).body.data as { body: any }[];
       const sent = deliveries.map((delivery) => delivery.body.entry[0].changes[0].value.messages?.[0]).find((message) => message?.id === answer.body.message_id);
       assert.ok(sent, 'the webhook went out');

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
-import { createConnection, createKey, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
-
-const newCustomer = () => `4477007${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { createConnection, createKey, newCustomer, sandboxMessage, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 type Message = Record<string, any> & { id: string; conversation_id: string; contact_id: string };
 
@@ -13,26 +10,16 @@ describe('coexistence echoes', () => {
   let owner: SignedUp;
   let key: string;
   let line: { id: string; phone_number_id: string };
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner, { coexistence: true, name: 'Shop phone' });
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-  after(() => server.close());
 
-  async function settle(): Promise<void> {
-    for (let round = 0; round < 10; round++) {
-      await server.app.sandbox!.idle();
-      if ((await server.app.worker.drain()) === 0) return;
-    }
-  }
-
-  /** What the sandbox sends when the owner writes from the business app, or a customer writes in. */
+  /** What the sandbox sends when the owner writes from the business app, or a customer writes in; answers it as the API shows it. */
   async function control(path: '/echo' | '/inbound', body: Record<string, unknown>): Promise<Message> {
-    const response = await server.request('POST', `/sandbox/control${path}`, { body: { phone_number_id: line.phone_number_id, type: 'text', ...body } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    const row = await server.app.store.db.selectFrom('messages').select('id').where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+    const row = await sandboxMessage(server, path, line, body);
     return (await server.request('GET', `/v1/messages/${row.id}`, { token: key })).body as Message;
   }
 

@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
-
-/** A fresh customer number (digits only, as the provider sends `from`), unique per run. */
-const newCustomer = () => `4477009${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { addMember, assertError, createConnection, createKey, inbound as inboundRow, newCustomer, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 interface Connection { id: string; phone_number_id: string }
 type Message = Record<string, any> & { id: string; conversation_id: string; contact_id: string; connection_id: string };
@@ -16,21 +12,17 @@ describe('messages', () => {
   let live: Connection;
   let other: Connection;
   let test: Connection;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     live = await createConnection(server, owner);
     other = await createConnection(server, owner, { name: 'Sales line' });
     test = await createConnection(server, owner, { test: true, name: 'Test line' });
   });
-  after(() => server.close());
 
   /** A customer's message arrives through the sandbox and the provider's webhook; answers it as the API shows it. */
   async function inbound(connection: Connection, body: Record<string, unknown>): Promise<Message> {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, ...body } });
-    assert.equal(response.status, 200, response.text);
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-    const row = await server.app.store.db.selectFrom('messages').select('id').where('provider_message_id', '=', (response.body as { message_id: string }).message_id).executeTakeFirstOrThrow();
+    const row = await inboundRow(server, connection, body);
     const got = await server.request('GET', `/v1/messages/${row.id}`, { token: owner.token });
     assert.equal(got.status, 200, got.text);
     return got.body as Message;

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomInt } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import { before, describe, it } from 'node:test';
 import { HOUR, MINUTE } from '../../lib/clock.ts';
-import type { TestServer } from '../../../test/harness.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { assertError, createConnection, createKey, inbound as inboundRow, newCustomer, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 import { SEND_TIMEOUT_GRACE_MS } from './index.ts';
 
-/** A fresh customer number (digits only, as the provider sends `from`), unique per run. */
-const newCustomer = () => `4477008${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
 const idempotencyKey = () => `key-${randomBytes(8).toString('hex')}`;
 
 interface Connection { id: string; phone_number_id: string }
@@ -23,44 +21,31 @@ describe('sending messages', () => {
   let key: string;
   let connectionKey: string;
   let readOnlyKey: string;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     line = await createConnection(server, owner);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
     connectionKey = (await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: line.id })).key;
     readOnlyKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['messages:read'] })).key;
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     const endpoint = await server.request('POST', '/v1/webhook-endpoints', {
       token: key, body: { url: receiver.url, events: ['message.status', 'message.sent', 'conversation.created'] },
     });
     assert.equal(endpoint.status, 201, endpoint.text);
   });
-  after(async () => {
-    await receiver.close();
-    await server.close();
-  });
-
-  /** Runs everything due: sends, the sandbox's status walk, the webhooks it causes. */
-  async function settle(): Promise<void> {
-    for (let round = 0; round < 10; round++) {
-      await server.app.sandbox!.idle();
-      if ((await server.app.worker.drain()) === 0) return;
-    }
-  }
 
   /** Settles, then lets retries fall due (a throttled send comes back seconds later) and settles again. */
   async function settleWithRetries(): Promise<void> {
-    await settle();
+    await settle(server);
     server.clock.advance(MINUTE);
-    await settle();
+    await settle(server);
   }
 
+  /** A customer's message through the sandbox; answers it as the API shows it. */
   async function inbound(from: string, connection = line): Promise<Message> {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'Hi, is my order on its way?' } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    const row = await server.app.store.db.selectFrom('messages').select('id').where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
-    return (await server.request('GET', `/v1/messages/${row.id}`, { token: key })).body as Message;
+    const row = await inboundRow(server, connection, { from, text: 'Hi, is my order on its way?' });
+    return getMessage(row.id);
   }
 
   const send = (body: Record<string, unknown>, options: { token?: string; key?: string | null } = {}) =>
@@ -94,7 +79,7 @@ describe('sending messages', () => {
       assert.equal(message.provider_message_id, null);
       assert.equal(message.conversation_id, received.conversation_id, 'the reply joins the customer’s conversation');
       assert.deepEqual(message.text, { body: 'Yes, it ships today.' });
-      await settle();
+      await settle(server);
       const read = await getMessage(message.id);
       assert.equal(read.status, 'read');
       assert.match(read.provider_message_id, /^wamid\./);
@@ -125,7 +110,7 @@ describe('sending messages', () => {
       assert.equal(reaction.status, 201, reaction.text);
       assert.equal(reaction.body.type, 'reaction');
       assert.deepEqual(reaction.body.reaction, { message_id: received.id, emoji: '👍' });
-      await settle();
+      await settle(server);
       assert.equal((await getMessage(reaction.body.id)).status, 'read');
       assert.equal((await getMessage(reply.body.id)).status, 'read');
     });
@@ -143,7 +128,7 @@ describe('sending messages', () => {
         const response = await send({ contact_id: received.contact_id, ...body });
         assert.equal(response.status, 201, `${body.type}: ${response.text}`);
       }
-      await settle();
+      await settle(server);
       const page = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}&direction=outbound&status=read`, { token: key });
       assert.equal(page.body.data.length, bodies.length, 'the sandbox accepted each payload and walked it to read');
     });
@@ -181,7 +166,7 @@ describe('sending messages', () => {
       const response = await send({ contact_id: received.contact_id, type: 'image', image: { media_id: media.id, caption: 'Your receipt' } });
       assert.equal(response.status, 201, response.text);
       assert.deepEqual(response.body.image, { media_id: media.id, caption: 'Your receipt' });
-      await settle();
+      await settle(server);
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
       const wrongKind = await send({ contact_id: received.contact_id, type: 'audio', audio: { media_id: media.id } });
@@ -191,12 +176,7 @@ describe('sending messages', () => {
 
     it('keeps what a customer sends: the message names our media id, and the worker fetches the bytes', async () => {
       const bytes = png();
-      const answer = await server.request('POST', '/sandbox/control/inbound', {
-        body: { phone_number_id: line.phone_number_id, from: newCustomer(), type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' } },
-      });
-      assert.equal(answer.status, 200, answer.text);
-      await settle();
-      const row = await server.app.store.db.selectFrom('messages').select('id').where('provider_message_id', '=', answer.body.message_id).executeTakeFirstOrThrow();
+      const row = await inboundRow(server, line, { type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' } });
       const message = await getMessage(row.id);
       assert.equal(message.type, 'image');
       assert.match(message.image.media_id, /^med_/);
@@ -241,7 +221,7 @@ describe('sending messages', () => {
         if (!approve) return;
         const reviewed = await server.request('POST', '/sandbox/control/template-status', { body: { template_id: created.body.provider_template_id, status: 'APPROVED' } });
         assert.equal(reviewed.status, 200, reviewed.text);
-        await settle();
+        await settle(server);
       };
       await define('shipping_notice', 'utility', 'Hi {{1}}, order {{2}} has shipped.', ['Ana', 'A-1'], true);
       await define('spring_sale', 'marketing', 'Spring sale: {{1}} off everything.', ['20%'], true);
@@ -257,7 +237,7 @@ describe('sending messages', () => {
       assert.equal(response.status, 201, response.text);
       assert.equal(response.body.template.id, templates.shipping_notice!.id);
       assert.match(response.body.contact_id, /^ct_/);
-      await settle();
+      await settle(server);
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
       assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.templateCategory, 'utility');
@@ -298,7 +278,7 @@ describe('sending messages', () => {
       assert.equal(again.status, 201);
       assert.equal(again.headers.get('idempotency-replayed'), 'true');
       assert.equal(again.body.id, first.body.id);
-      await settle();
+      await settle(server);
       const page = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}&direction=outbound`, { token: key });
       assert.equal(page.body.data.length, 1);
     });
@@ -328,7 +308,7 @@ describe('sending messages', () => {
       await server.request('POST', '/sandbox/control/behaviour', { body: { fail_next: { code: 131009, details: 'Parameter value is not valid' } } });
       const response = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'Refused' } });
       assert.equal(response.status, 201);
-      await settle();
+      await settle(server);
       const failed = await getMessage(response.body.id);
       assert.equal(failed.status, 'failed');
       assert.equal(failed.error.code, 131009);
@@ -340,10 +320,10 @@ describe('sending messages', () => {
       const received = await inbound(newCustomer());
       await server.request('POST', '/sandbox/control/behaviour', { body: { fail_next: { code: 131000 } } });
       const response = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'Retried' } });
-      await settle();
+      await settle(server);
       assert.equal((await getMessage(response.body.id)).status, 'queued', 'waiting for its retry');
       server.clock.advance(MINUTE);
-      await settle();
+      await settle(server);
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
       assert.equal(deliveriesFor(sent.id).filter((event) => event.type === 'message.sent').length, 1);
@@ -353,7 +333,7 @@ describe('sending messages', () => {
       const received = await inbound(newCustomer());
       await server.request('POST', '/sandbox/control/behaviour', { body: { fail_next_async: { code: 131026, details: 'Message undeliverable' } } });
       const response = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'Undeliverable' } });
-      await settle();
+      await settle(server);
       const failed = await getMessage(response.body.id);
       assert.equal(failed.status, 'failed');
       assert.equal(failed.error.code, 131026);
@@ -367,7 +347,7 @@ describe('sending messages', () => {
       await server.app.store.db.transaction().execute((trx) => server.app.services.messages.applyStatus(trx, connection, {
         providerMessageId: 'wamid.overtaking', status: 'delivered', errors: [], callbackData: response.body.id,
       }));
-      await settle();
+      await settle(server);
       const message = await getMessage(response.body.id);
       assert.equal(message.provider_message_id, 'wamid.overtaking');
       assert.equal(message.status, 'delivered', 'sent never regresses a delivered message');
@@ -377,13 +357,10 @@ describe('sending messages', () => {
     });
 
     it('a send that timed out is retried only after the grace period, and not at all once a status shows it arrived', async (t) => {
-      const slow = await startServerWithOwner({ env: { PROVIDER_TIMEOUT_MS: '200' } });
-      t.after(() => slow.server.close());
+      const slow = await startServerWithOwner(t, { env: { PROVIDER_TIMEOUT_MS: '200' } });
       const connection = await createConnection(slow.server, slow.owner);
       const from = newCustomer();
-      await slow.server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from, type: 'text', text: 'hello' } });
-      await slow.server.app.sandbox!.idle();
-      await slow.server.app.worker.drain();
+      await inboundRow(slow.server, connection, { from, text: 'hello' });
       await slow.server.request('POST', '/sandbox/control/behaviour', { body: { latency_ms: 1000 } });
       const response = await slow.server.request('POST', '/v1/messages', {
         token: slow.owner.token, headers: { 'idempotency-key': idempotencyKey() },
@@ -394,11 +371,9 @@ describe('sending messages', () => {
       await slow.server.request('POST', '/sandbox/control/behaviour', { body: { latency_ms: 0 } });
       assert.equal((await slow.server.request('GET', `/v1/messages/${response.body.id}`, { token: slow.owner.token })).body.status, 'queued');
       // The slow answer did arrive at the sandbox: its status walk names our message.
-      await slow.server.app.sandbox!.idle();
-      await slow.server.app.worker.drain();
+      await settle(slow.server);
       slow.server.clock.advance(SEND_TIMEOUT_GRACE_MS + MINUTE);
-      await slow.server.app.sandbox!.idle();
-      await slow.server.app.worker.drain();
+      await settle(slow.server);
       const rows = await slow.server.app.store.db.selectFrom('messages').select(['status', 'provider_message_id']).where('id', '=', response.body.id).executeTakeFirstOrThrow();
       assert.ok(rows.provider_message_id, 'learnt from the status');
       const sandboxSends = [...slow.server.app.sandbox!.state.outboundTo(from)];
@@ -522,7 +497,7 @@ describe('sending messages', () => {
       assert.equal(response.status, 201, response.text);
       assert.equal(response.body.connection_id, testLine.id);
       assert.equal(response.body.conversation_id, received.conversation_id);
-      await settle();
+      await settle(server);
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
       assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.waId, from, 'the sandbox number of the test connection sent it');

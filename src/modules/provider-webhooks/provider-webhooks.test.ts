@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import type { TestServer } from '../../../test/harness.ts';
-import { assertError, createConnection, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { before, describe, it } from 'node:test';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { assertError, createConnection, inbound, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 const APP_SECRET = 'provider-webhooks-test-secret';
 const VERIFY_TOKEN = 'verify-me-please';
@@ -12,23 +12,12 @@ describe('provider webhooks', () => {
   let server: TestServer;
   let owner: SignedUp;
   let connection: { id: string; phone_number_id: string; waba_id: string; display_phone_number: string };
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner({ env: { PROVIDER_APP_SECRET: APP_SECRET, PROVIDER_VERIFY_TOKEN: VERIFY_TOKEN } }));
+    ({ server, owner } = await startServerWithOwner(suite, { env: { PROVIDER_APP_SECRET: APP_SECRET, PROVIDER_VERIFY_TOKEN: VERIFY_TOKEN } }));
     connection = await createConnection(server, owner);
   });
-  after(() => server.close());
 
-  /** Lets the sandbox send what it queued, then runs every job those webhooks caused. */
-  async function settle(): Promise<void> {
-    await server.app.sandbox!.idle();
-    await server.app.worker.drain();
-  }
-  async function inbound(body: Record<string, unknown>) {
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, ...body } });
-    assert.equal(response.status, 200, response.text);
-    await settle();
-    return response.body as { message_id: string };
-  }
   /** `signature: null` sends none. */
   const postWebhook = (body: string, signature: string | null = sign(body)) =>
     server.request('POST', '/provider/webhook', { rawBody: body, headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'x-hub-signature-256': signature }) } });
@@ -57,12 +46,10 @@ describe('provider webhooks', () => {
 
   describe('inbound messages', () => {
     it('a first message creates the contact and the conversation, stores the message and emits message.received', async () => {
-      const sent = await inbound({ from: '447700900123', type: 'text', text: 'Hello there', name: 'Ada' });
-      const stored = await messageByProviderId(sent.message_id);
-      assert.ok(stored, 'the message is stored');
+      const stored = await inbound(server, connection, { from: '447700900123', type: 'text', text: 'Hello there', name: 'Ada' });
       assert.equal(stored.direction, 'inbound');
       assert.equal(stored.connection_id, connection.id);
-      const [message] = (await eventsOfType('message.received')).filter((m) => m.provider_message_id === sent.message_id);
+      const [message] = (await eventsOfType('message.received')).filter((m) => m.provider_message_id === stored.provider_message_id);
       assert.ok(message);
       assert.equal(message.type, 'text');
       assert.deepEqual(message.text, { body: 'Hello there' });
@@ -77,29 +64,28 @@ describe('provider webhooks', () => {
     });
 
     it('the next message from the same customer joins the same contact and conversation', async () => {
-      const first = await inbound({ from: '447700900200', type: 'text', text: 'one' });
-      const second = await inbound({ from: '447700900200', type: 'text', text: 'two', context: { message_id: first.message_id } });
-      const [a, b] = [await messageByProviderId(first.message_id), await messageByProviderId(second.message_id)];
-      assert.equal(a!.contact_id, b!.contact_id);
-      assert.equal(a!.conversation_id, b!.conversation_id);
-      assert.equal((await eventsOfType('contact.created')).filter((c) => c.id === a!.contact_id).length, 1);
-      const reply = (await eventsOfType('message.received')).find((m) => m.provider_message_id === second.message_id);
-      assert.equal(reply!.context.reply_to, a!.id);
+      const a = await inbound(server, connection, { from: '447700900200', type: 'text', text: 'one' });
+      const b = await inbound(server, connection, { from: '447700900200', type: 'text', text: 'two', context: { message_id: a.provider_message_id } });
+      assert.equal(a.contact_id, b.contact_id);
+      assert.equal(a.conversation_id, b.conversation_id);
+      assert.equal((await eventsOfType('contact.created')).filter((c) => c.id === a.contact_id).length, 1);
+      const reply = (await eventsOfType('message.received')).find((m) => m.provider_message_id === b.provider_message_id);
+      assert.equal(reply!.context.reply_to, a.id);
     });
 
     it('media, location and interactive replies are stored in their own shapes', async () => {
-      const location = await inbound({ from: '447700900300', type: 'location', location: { latitude: 51.5, longitude: -0.12, name: 'Office' } });
-      const received = (await eventsOfType('message.received')).find((m) => m.provider_message_id === location.message_id);
+      const location = await inbound(server, connection, { from: '447700900300', type: 'location', location: { latitude: 51.5, longitude: -0.12, name: 'Office' } });
+      const received = (await eventsOfType('message.received')).find((m) => m.provider_message_id === location.provider_message_id);
       assert.equal(received!.type, 'location');
       assert.equal(received!.location.latitude, 51.5);
-      const button = await inbound({ from: '447700900300', type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } } });
-      const reply = (await eventsOfType('message.received')).find((m) => m.provider_message_id === button.message_id);
+      const button = await inbound(server, connection, { from: '447700900300', type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } } });
+      const reply = (await eventsOfType('message.received')).find((m) => m.provider_message_id === button.provider_message_id);
       assert.equal(reply!.interactive.button_reply.id, 'yes');
     });
 
     it('an unknown message type is stored as unsupported, not dropped', async () => {
-      const poll = await inbound({ from: '447700900400', type: 'poll_creation' });
-      const received = (await eventsOfType('message.received')).find((m) => m.provider_message_id === poll.message_id);
+      const poll = await inbound(server, connection, { from: '447700900400', type: 'poll_creation' });
+      const received = (await eventsOfType('message.received')).find((m) => m.provider_message_id === poll.provider_message_id);
       assert.equal(received!.type, 'unsupported');
       assert.equal(received!.unsupported.original_type, 'poll_creation');
     });
@@ -119,8 +105,7 @@ describe('provider webhooks', () => {
   describe('delivery statuses', () => {
     /** Files an outbound message as if sent, without the provider, next to a customer's message. */
     async function outboundMessage(providerMessageId: string, from: string): Promise<void> {
-      const first = await inbound({ from, type: 'text', text: 'hi' });
-      const inboundRow = (await messageByProviderId(first.message_id))!;
+      const inboundRow = await inbound(server, connection, { from, type: 'text', text: 'hi' });
       const now = new Date().toISOString();
       await server.app.store.db.insertInto('messages').values({
         ...inboundRow, id: `msg_${providerMessageId.replace(/\W/g, '').toUpperCase().padEnd(26, '0').slice(0, 26)}`, direction: 'outbound', status: 'queued',

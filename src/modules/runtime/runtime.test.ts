@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { assertError, createConnection, createKey, signUp, startServerWithOwner, type SignedUp } from '../../../test/factories.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
 
 /**
  * The runtime surface end to end: a listening service, its sandbox provider at /sandbox, and for the
@@ -74,13 +74,13 @@ describe('the runtime surface', () => {
   let other: { id: string; phone_number_id: string; waba_id: string };
   let key: string;
 
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     connection = await createConnection(server, owner);
     other = await createConnection(server, owner, { name: 'Sales line' });
     key = await runtimeKey(server, owner, connection.id);
   });
-  after(() => server.close());
 
   const get = (path: string, token = key) => server.request('GET', path, { token });
 
@@ -354,7 +354,8 @@ describe('the runtime surface', () => {
  */
 type Fault = 'hang' | 'close' | 'html' | 'cut';
 
-async function faultyProvider() {
+/** Closed when `scope` ends. */
+async function faultyProvider(scope: Scope) {
   let target = '';
   let next: Fault | undefined;
   const sockets = new Set<Socket>();
@@ -399,6 +400,10 @@ async function faultyProvider() {
     socket.on('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  scope.after(() => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+  });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     forwardTo(url: string) {
@@ -406,10 +411,6 @@ async function faultyProvider() {
     },
     failNext(fault: Fault) {
       next = fault;
-    },
-    close() {
-      for (const socket of sockets) socket.destroy();
-      server.close();
     },
   };
 }
@@ -420,18 +421,15 @@ describe('the runtime surface when the provider gives no answer', () => {
   let pn: string;
   let key: string;
 
+  const suite = suiteScope();
   before(async () => {
-    provider = await faultyProvider();
-    server = await startServer({ env: { PROVIDER_BASE_URL: provider.url } });
+    provider = await faultyProvider(suite);
+    server = await startServer(suite, { env: { PROVIDER_BASE_URL: provider.url } });
     provider.forwardTo(`${server.url}/sandbox/graph`);
     const owner = await signUp(server);
     const connection = await createConnection(server, owner);
     pn = connection.phone_number_id;
     key = await runtimeKey(server, owner, connection.id);
-  });
-  after(async () => {
-    await server.close();
-    provider.close();
   });
 
   it('relays through the configured provider base URL', async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { SECOND } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
-import type { TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
+import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { addMember, assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
 import { TemplateSendSchema, type TemplateSendInput } from './index.ts';
 
 type Json = Record<string, any>;
@@ -38,8 +38,7 @@ async function createTemplate(server: TestServer, token: string, connectionId: s
 async function review(server: TestServer, template: Json, status: string): Promise<void> {
   const response = await server.request('POST', '/sandbox/control/template-status', { body: { template_id: template.provider_template_id, status } });
   assert.equal(response.status, 200, response.text);
-  await server.app.sandbox!.idle();
-  await server.app.worker.drain();
+  await settle(server);
 }
 
 async function statusEvents(server: TestServer, organizationId: string, templateId: string): Promise<string[]> {
@@ -53,11 +52,11 @@ describe('templates: create, read, delete, sync', () => {
   let server: TestServer;
   let owner: SignedUp;
   let connection: Json;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     connection = await createConnection(server, owner);
   });
-  after(() => server.close());
   const create = (body: Json, token = owner.token) => createTemplate(server, token, connection.id, body);
   const post = (body: Json) => server.request('POST', '/v1/templates', { token: owner.token, body: { connection_id: connection.id, ...body } });
 
@@ -298,8 +297,9 @@ describe('templates: list', () => {
   const made: Json[] = [];
   let first: Json;
   let second: Json;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     first = await createConnection(server, owner);
     second = await createConnection(server, owner);
     const specs = [
@@ -316,7 +316,6 @@ describe('templates: list', () => {
     await review(server, made[1]!, 'APPROVED');
     await review(server, made[3]!, 'REJECTED');
   });
-  after(() => server.close());
   const list = (query: string) => server.request('GET', `/v1/templates${query}`, { token: owner.token });
 
   it('newest first, paged with the list rules', async () => {
@@ -363,8 +362,9 @@ describe('templates: who sees what', () => {
   let onOne: Json;
   let onTwo: Json;
   let onTest: Json;
+  const suite = suiteScope();
   before(async () => {
-    ({ server, alpha, beta } = await startServerWithTwoOrganizations());
+    ({ server, alpha, beta } = await startServerWithTwoOrganizations(suite));
     one = await createConnection(server, alpha);
     two = await createConnection(server, alpha);
     testConnection = await createConnection(server, alpha, { test: true });
@@ -373,7 +373,6 @@ describe('templates: who sees what', () => {
     onTwo = await createTemplate(server, alpha.token, two.id, body);
     onTest = await createTemplate(server, alpha.token, testConnection.id, body);
   });
-  after(() => server.close());
 
   it("another organization's template is 404 everywhere, and lists show none of it", async () => {
     const betaKey = await createKey(server, beta.token, { kind: 'organization', mode: 'live' });
@@ -434,8 +433,9 @@ describe('templates: the checks before a send (prepareSend)', () => {
   let connection: Json;
   let other: Json;
   const templates: Record<string, Json> = {};
+  const suite = suiteScope();
   before(async () => {
-    ({ server, owner } = await startServerWithOwner());
+    ({ server, owner } = await startServerWithOwner(suite));
     connection = await createConnection(server, owner);
     other = await createConnection(server, owner);
     const body = (text: string, examples?: unknown) => ({ type: 'body', text, ...(examples === undefined ? {} : { examples }) });
@@ -460,7 +460,6 @@ describe('templates: the checks before a send (prepareSend)', () => {
     templates.elsewhere = await createTemplate(server, owner.token, other.id, { name: 'elsewhere', language: 'en_US', category: 'utility', components: [body('Hi.')] });
     await review(server, templates.elsewhere, 'APPROVED');
   });
-  after(() => server.close());
 
   const prepare = (input: TemplateSendInput, param?: string) =>
     server.app.services.templates.prepareSend(server.app.store.db, { organizationId: owner.organizationId, connectionId: connection.id }, input, param);

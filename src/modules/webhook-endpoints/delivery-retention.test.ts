@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { DAY, HOUR } from '../../lib/clock.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { createKey, signUp, type SignedUp } from '../../../test/factories.ts';
 import { DELIVERY_RETENTION_MS } from './webhook-endpoints.service.ts';
@@ -11,18 +11,15 @@ describe('webhook delivery attempts are kept 30 days', () => {
   let owner: SignedUp;
   let receiver: Receiver;
   let endpointId: string;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
     owner = await signUp(server);
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     const apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
     const created = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'] } });
     assert.equal(created.status, 201, created.text);
     endpointId = created.body.id;
-  });
-  after(async () => {
-    await receiver.close();
-    await server.close();
   });
 
   const emitAndDeliver = async (name: string): Promise<string> => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { before, beforeEach, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { verifyWebhookSignature } from '../../events/webhook-signature.ts';
 import { EVENT_TYPE_NAMES } from '../../events/event-types.schemas.ts';
-import { startServer, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
@@ -12,17 +12,14 @@ describe('webhook endpoints', () => {
   let owner: SignedUp;
   let receiver: Receiver;
   let apiKey: string;
+  const suite = suiteScope();
   before(async () => {
-    server = await startServer();
+    server = await startServer(suite);
     owner = await signUp(server);
-    receiver = await startReceiver();
+    receiver = await startReceiver(suite);
     // Tests move the clock by days, so they call the API with a key (which does not expire) and
     // log in afresh only to read the audit log.
     apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
-  });
-  after(async () => {
-    await receiver.close();
-    await server.close();
   });
   beforeEach(async () => {
     for (const endpoint of (await server.request('GET', '/v1/webhook-endpoints?limit=100', { token: apiKey })).body.data) {
@@ -364,8 +361,8 @@ describe('webhook endpoints', () => {
 describe('webhook endpoint URLs in production mode', () => {
   let server: TestServer;
   let owner: SignedUp;
-  before(async () => ({ server, owner } = await startServerWithOwner({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } })));
-  after(() => server.close());
+  const suite = suiteScope();
+  before(async () => ({ server, owner } = await startServerWithOwner(suite, { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } })));
 
   for (const url of ['http://example.com/hooks', 'https://10.0.0.1/hooks', 'https://169.254.169.254/latest', 'https://localhost/hooks', 'https://[::ffff:127.0.0.1]/hooks', 'https://[::1]/hooks']) {
     it(`${url} is url_not_allowed`, async () => {

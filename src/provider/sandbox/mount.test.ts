@@ -58,15 +58,17 @@ async function mount(t: TestContext, app: FastifyInstance, options: Partial<Sand
 }
 
 describe('the sandbox mounted inside a host application', () => {
-  it('without routeConfig a host that requires access declarations refuses to start', async () => {
+  it('without routeConfig a host that requires access declarations refuses to start', async (t) => {
     const { app } = createHost();
     const sandbox = createSandboxProvider({ clock: new ManualClock(), appSecret: APP_SECRET });
+    t.after(async () => {
+      sandbox.close();
+      await app.close();
+    });
     await assert.rejects(async () => {
       await app.register(sandbox.plugin, { prefix: '/sandbox' });
       await app.ready();
     }, /declares no access rule/);
-    sandbox.close();
-    await app.close();
   });
 
   it('routeConfig is merged into every sandbox route, so the host accepts them all', async (t) => {

@@ -257,12 +257,16 @@ describe('relaying a request', () => {
 
   it('abandons the provider’s request when the caller’s upload stalls', async (t) => {
     const provider = await fakeProvider(t, (_seen, res) => res.end('{}'));
+    let resume!: () => void;
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
     async function* stalling() {
       yield Buffer.from('{"a":');
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Stalls until the relay has given up on it: no time to guess.
+      await resumed;
       yield Buffer.from('1}');
     }
     const error = await rejectionOf(relayFor(t, provider.url, { timeoutMs: 150 }).relay(call({ method: 'POST', body: stalling() })));
+    resume();
     assert.ok(error instanceof RelayUploadStalledError, String(error));
     assert.equal(provider.seen.length, 0);
   });
@@ -271,6 +275,7 @@ describe('relaying a request', () => {
     const provider = await fakeProvider(t, (_seen, res) => res.end('{"ok":true}'));
     async function* slow() {
       for (let i = 0; i < 4; i++) {
+        // The scenario itself: an upload that takes 400 ms in all, longer than the 250 ms time-out.
         await new Promise((resolve) => setTimeout(resolve, 100));
         yield Buffer.from('x');
       }
