@@ -62,7 +62,7 @@ module.exports = {
     {
       name: 'schemas-stand-alone',
       comment:
-        'A schema file imports only other schema files and lib/, so that the dashboard can bundle the API\'s schemas without the server. ' +
+        "A schema file imports only other schema files and lib/, so that the dashboard can bundle the API's schemas without the server. " +
         "The sandbox's control schemas describe the stand-in provider, not the API, and are exempt.",
       severity: 'error',
       from: { path: '[/.]schemas\\.ts$', pathNot: '^src/provider/sandbox/' },

@@ -136,7 +136,13 @@ function varyingColumns(index: number): VaryingColumns {
  * varying columns go as five arrays (PostgreSQL, `unnest`) or one JSON document (SQLite,
  * `json_each`), and the constant ones once.
  */
-async function insertAuditRows(db: Db, dialect: DialectName, organizationId: string, actor: { memberId: string; sessionId: string }, rows: VaryingColumns[]): Promise<void> {
+async function insertAuditRows(
+  db: Db,
+  dialect: DialectName,
+  organizationId: string,
+  actor: { memberId: string; sessionId: string },
+  rows: VaryingColumns[],
+): Promise<void> {
   const constants = sql`${organizationId}, 'api_key.created', 'member', ${actor.memberId}, 'dashboard_token', ${actor.sessionId}, 'api_key'`;
   const into = sql`insert into audit_events (organization_id, action, actor_type, actor_id, credential_type, credential_id, target_type, id, target_id, request_id, data, created_at)`;
   if (dialect === 'postgres') {
@@ -183,17 +189,48 @@ function threadRows(args: SeedConversationsArgs, index: number): { contact: Cont
   const conversationId = newId('conversation', now);
   return {
     contact: {
-      ...owner, id: contactId, phone_number: `+1555${padded}`, name: `Bench Contact ${padded}`, email: null, profile_name: `Customer ${padded}`,
-      last_inbound_at: at, marketing_consent: 'unknown', marketing_consent_since: null, marketing_consent_source: null, deleted_at: null,
+      ...owner,
+      id: contactId,
+      phone_number: `+1555${padded}`,
+      name: `Bench Contact ${padded}`,
+      email: null,
+      profile_name: `Customer ${padded}`,
+      last_inbound_at: at,
+      marketing_consent: 'unknown',
+      marketing_consent_since: null,
+      marketing_consent_source: null,
+      deleted_at: null,
     },
     conversation: {
-      ...owner, id: conversationId, connection_id: args.connectionId, contact_id: contactId, state: 'open', assignee_id: null, control: 'api', tags: '[]',
-      last_message_at: at, last_inbound_at: at, window_warning_for: null,
+      ...owner,
+      id: conversationId,
+      connection_id: args.connectionId,
+      contact_id: contactId,
+      state: 'open',
+      assignee_id: null,
+      control: 'api',
+      tags: '[]',
+      last_message_at: at,
+      last_inbound_at: at,
+      window_warning_for: null,
     },
     message: {
-      ...owner, id: newId('message', now), connection_id: args.connectionId, conversation_id: conversationId, contact_id: contactId,
-      direction: 'inbound', type: 'text', content: JSON.stringify({ body: { body: `Hello, this is customer ${padded}.` }, referral: null }), context: null,
-      status: 'received', provider_message_id: `wamid.bench${padded}`, imported: 0, error: null, sent_at: at, send_request: null, echo: 0,
+      ...owner,
+      id: newId('message', now),
+      connection_id: args.connectionId,
+      conversation_id: conversationId,
+      contact_id: contactId,
+      direction: 'inbound',
+      type: 'text',
+      content: JSON.stringify({ body: { body: `Hello, this is customer ${padded}.` }, referral: null }),
+      context: null,
+      status: 'received',
+      provider_message_id: `wamid.bench${padded}`,
+      imported: 0,
+      error: null,
+      sent_at: at,
+      send_request: null,
+      echo: 0,
     },
   };
 }
@@ -205,9 +242,11 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
   let wakeOwnWorker: (() => void) | undefined;
 
   async function emitOne(organizationId: string, index: number): Promise<void> {
-    await db.transaction().execute((trx) =>
-      app.services.events.emit(trx, { type: 'contact.created', organizationId, connectionId: null, object: contactObject(index, new Date()) }),
-    );
+    await db
+      .transaction()
+      .execute((trx) =>
+        app.services.events.emit(trx, { type: 'contact.created', organizationId, connectionId: null, object: contactObject(index, new Date()) }),
+      );
     wakeOwnWorker?.();
   }
 
@@ -216,7 +255,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       const started = performance.now();
       // A made-up session: nothing reads an audit row's credential back.
       const actor = { memberId: args.memberId, sessionId: newId('dashboardSession') };
-      for (let done = 0; done < args.count; ) {
+      for (let done = 0; done < args.count;) {
         const inThisTransaction = Math.min(ROWS_PER_TRANSACTION, args.count - done);
         await db.transaction().execute(async (trx) => {
           for (let offset = 0; offset < inThisTransaction; offset += ROWS_PER_STATEMENT) {
@@ -240,7 +279,11 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       } else {
         // Same handler as the service registers (webhook-endpoints.job.ts), other options.
         const own = createWorker({
-          db, dialect: store.dialect, clock: systemClock, log: app.server.log, catalog: [webhookDelivery],
+          db,
+          dialect: store.dialect,
+          clock: systemClock,
+          log: app.server.log,
+          catalog: [webhookDelivery],
           ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
           ...(args.pollMs === undefined ? {} : { pollMs: args.pollMs }),
         });
@@ -292,8 +335,16 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       const deadline = Date.now() + args.timeoutMs;
       const count = async () => {
         const [messages, events] = await Promise.all([
-          db.selectFrom('messages').select(sql<number>`count(*)`.as('count')).where('direction', '=', 'inbound').executeTakeFirstOrThrow(),
-          db.selectFrom('events').select(sql<number>`count(*)`.as('count')).where('type', '=', 'message.received').executeTakeFirstOrThrow(),
+          db
+            .selectFrom('messages')
+            .select(sql<number>`count(*)`.as('count'))
+            .where('direction', '=', 'inbound')
+            .executeTakeFirstOrThrow(),
+          db
+            .selectFrom('events')
+            .select(sql<number>`count(*)`.as('count'))
+            .where('type', '=', 'message.received')
+            .executeTakeFirstOrThrow(),
         ]);
         return { messages: Number(messages.count), events: Number(events.count) };
       };
@@ -304,20 +355,41 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       }
       const at = Date.now();
       const [contacts, webhooks, last] = await Promise.all([
-        db.selectFrom('contacts').select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow(),
-        db.selectFrom('provider_webhooks').select([sql<number>`count(*)`.as('count'), sql<number>`count(processed_at)`.as('processed')]).executeTakeFirstOrThrow(),
-        db.selectFrom('events').select(sql<string | null>`max(created_at)`.as('created_at')).where('type', '=', 'message.received').executeTakeFirstOrThrow(),
+        db
+          .selectFrom('contacts')
+          .select(sql<number>`count(*)`.as('count'))
+          .executeTakeFirstOrThrow(),
+        db
+          .selectFrom('provider_webhooks')
+          .select([sql<number>`count(*)`.as('count'), sql<number>`count(processed_at)`.as('processed')])
+          .executeTakeFirstOrThrow(),
+        db
+          .selectFrom('events')
+          .select(sql<string | null>`max(created_at)`.as('created_at'))
+          .where('type', '=', 'message.received')
+          .executeTakeFirstOrThrow(),
       ]);
       const receivedAt: number[] = [];
       for (const position of args.receivedAtPositions ?? []) {
-        const row = await db.selectFrom('events').select('created_at').where('type', '=', 'message.received')
-          .orderBy('created_at').orderBy('id').offset(position - 1).limit(1).executeTakeFirst();
+        const row = await db
+          .selectFrom('events')
+          .select('created_at')
+          .where('type', '=', 'message.received')
+          .orderBy('created_at')
+          .orderBy('id')
+          .offset(position - 1)
+          .limit(1)
+          .executeTakeFirst();
         receivedAt.push(row ? Date.parse(row.created_at) : 0);
       }
       const receivedByCounts: number[] = [];
       for (const epochMs of args.receivedBy ?? []) {
-        const row = await db.selectFrom('events').select(sql<number>`count(*)`.as('count')).where('type', '=', 'message.received')
-          .where('created_at', '<=', new Date(epochMs).toISOString()).executeTakeFirstOrThrow();
+        const row = await db
+          .selectFrom('events')
+          .select(sql<number>`count(*)`.as('count'))
+          .where('type', '=', 'message.received')
+          .where('created_at', '<=', new Date(epochMs).toISOString())
+          .executeTakeFirstOrThrow();
         receivedByCounts.push(Number(row.count));
       }
       return {
@@ -335,22 +407,39 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
     },
 
     async jobCounts(): Promise<JobCounts> {
-      const jobs = await db.selectFrom('jobs').select(['status', sql<number>`count(*)`.as('count')]).groupBy('status').execute();
-      const deliveries = await db.selectFrom('webhook_deliveries').select(['status', sql<number>`count(*)`.as('count')]).groupBy('status').execute();
+      const jobs = await db
+        .selectFrom('jobs')
+        .select(['status', sql<number>`count(*)`.as('count')])
+        .groupBy('status')
+        .execute();
+      const deliveries = await db
+        .selectFrom('webhook_deliveries')
+        .select(['status', sql<number>`count(*)`.as('count')])
+        .groupBy('status')
+        .execute();
       const byStatus = (rows: { status: string; count: number }[]) => Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
       return { jobs: byStatus(jobs), deliveries: byStatus(deliveries) };
     },
 
     async seedConversations(args: SeedConversationsArgs): Promise<SeedConversationsResult> {
       const started = performance.now();
-      for (let done = 0; done < args.count; ) {
+      for (let done = 0; done < args.count;) {
         const inThisTransaction = Math.min(ROWS_PER_TRANSACTION, args.count - done);
         await db.transaction().execute(async (trx) => {
           for (let offset = 0; offset < inThisTransaction; offset += THREADS_PER_STATEMENT) {
             const threads = Array.from({ length: Math.min(THREADS_PER_STATEMENT, inThisTransaction - offset) }, (_, i) => threadRows(args, done + offset + i));
-            await trx.insertInto('contacts').values(threads.map((thread) => thread.contact)).execute();
-            await trx.insertInto('conversations').values(threads.map((thread) => thread.conversation)).execute();
-            await trx.insertInto('messages').values(threads.map((thread) => thread.message)).execute();
+            await trx
+              .insertInto('contacts')
+              .values(threads.map((thread) => thread.contact))
+              .execute();
+            await trx
+              .insertInto('conversations')
+              .values(threads.map((thread) => thread.conversation))
+              .execute();
+            await trx
+              .insertInto('messages')
+              .values(threads.map((thread) => thread.message))
+              .execute();
           }
         });
         done += inThisTransaction;
@@ -367,7 +456,13 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
     async countQueries(args: CountQueriesArgs): Promise<number[]> {
       let queries = 0;
       const config = loadConfig(process.env);
-      const counted = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: process.env.BENCH_SCHEMA || undefined, poolSize: 1, onQuery: () => queries++ });
+      const counted = openStore({
+        databaseUrl: config.databaseUrl,
+        dataDir: config.dataDir,
+        schema: process.env.BENCH_SCHEMA || undefined,
+        poolSize: 1,
+        onQuery: () => queries++,
+      });
       const twin = await createApp({ config, store: counted, clock: systemClock });
       try {
         const counts: number[] = [];

@@ -23,16 +23,30 @@ await runBench('conversations', async () => {
     expectStatus: 201,
   });
   const connection = await requestJson<{ id: string }>(`${app.url}/v1/connections`, {
-    token: signup.token, body: { code: 'bench-conversations', name: 'Bench line' }, expectStatus: 201,
+    token: signup.token,
+    body: { code: 'bench-conversations', name: 'Bench line' },
+    expectStatus: 201,
   });
   // One organization key per load connection, as many clients would call (startApp raises every
   // bucket, so the limiter never caps the load).
   const keys: string[] = [];
   for (let i = 0; i < CONNECTIONS; i++) {
-    keys.push((await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, { token: signup.token, body: { kind: 'organization', mode: 'live', name: `bench ${i}` }, expectStatus: 201 })).key);
+    keys.push(
+      (
+        await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
+          token: signup.token,
+          body: { kind: 'organization', mode: 'live', name: `bench ${i}` },
+          expectStatus: 201,
+        })
+      ).key,
+    );
   }
   const connectionHeaders = keys.map((key) => ({ authorization: `Bearer ${key}` }));
-  const seeded = await app.call<SeedConversationsResult>('seedConversations', { organizationId: signup.organization.id, connectionId: connection.id, count: CONVERSATIONS });
+  const seeded = await app.call<SeedConversationsResult>('seedConversations', {
+    organizationId: signup.organization.id,
+    connectionId: connection.id,
+    count: CONVERSATIONS,
+  });
 
   const sample = await fetch(app.url + PATH + QUERY, { headers: connectionHeaders[0] });
   const body = Buffer.from(await sample.arrayBuffer());
@@ -60,11 +74,17 @@ await runBench('conversations', async () => {
   const service = await measure({ url: app.url + PATH + QUERY, pid: app.pid, connectionHeaders, ...load });
 
   const [small, large] = await app.call<number[]>('countQueries', {
-    token: signup.token, paths: [`${PATH}?expand=contact,last_message&limit=10`, `${PATH}?expand=contact,last_message&limit=100`],
+    token: signup.token,
+    paths: [`${PATH}?expand=contact,last_message&limit=10`, `${PATH}?expand=contact,last_message&limit=100`],
   });
 
   const row = (name: string, figures: LoadFigures) => [
-    name, figures.reqPerSec.toFixed(0), figures.p50Ms.toFixed(0), figures.p99Ms.toFixed(0), figures.meanMs.toFixed(2), figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
+    name,
+    figures.reqPerSec.toFixed(0),
+    figures.p50Ms.toFixed(0),
+    figures.p99Ms.toFixed(0),
+    figures.meanMs.toFixed(2),
+    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
   ];
   console.log('');
   printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [row('service', service), row('baseline (bare Fastify)', base)]);

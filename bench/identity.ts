@@ -54,7 +54,11 @@ await runBench('identity', async () => {
   const rss = await app.rss();
 
   const row = (name: string, figures: LoadFigures) => [
-    name, figures.reqPerSec.toFixed(0), figures.p50Ms.toFixed(0), figures.p99Ms.toFixed(0), figures.meanMs.toFixed(2),
+    name,
+    figures.reqPerSec.toFixed(0),
+    figures.p50Ms.toFixed(0),
+    figures.p99Ms.toFixed(0),
+    figures.meanMs.toFixed(2),
     figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
   ];
   console.log('');

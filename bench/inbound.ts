@@ -17,7 +17,23 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { InboundCounts, JobCounts, WaitForInboundArgs } from './app-commands.ts';
-import { cpuSeconds, cpuUsPer, percentile, positiveIntegerFromEnv, mib, printCpuResult, printResult, printTable, reportToParent, requestJson, runBench, startApp, startCpuClock, startHelper, type AppServer } from './lib.ts';
+import {
+  cpuSeconds,
+  cpuUsPer,
+  percentile,
+  positiveIntegerFromEnv,
+  mib,
+  printCpuResult,
+  printResult,
+  printTable,
+  reportToParent,
+  requestJson,
+  runBench,
+  startApp,
+  startCpuClock,
+  startHelper,
+  type AppServer,
+} from './lib.ts';
 
 const PATH = '/provider/webhook';
 // What the service answers an accepted webhook with; the baseline sends the same bytes.
@@ -82,25 +98,31 @@ function signedEnvelope(number: BusinessNumber, secret: string, index: number, b
   const waId = `4477009${String(customer).padStart(5, '0')}`;
   const body = JSON.stringify({
     object: 'whatsapp_business_account',
-    entry: [{
-      id: number.wabaId,
-      changes: [{
-        field: 'messages',
-        value: {
-          messaging_product: 'whatsapp',
-          metadata: { display_phone_number: number.displayPhoneNumber, phone_number_id: number.phoneNumberId },
-          contacts: [{ profile: { name: `Customer ${String(customer).padStart(3, '0')}` }, wa_id: waId }],
-          messages: [{
-            from: waId,
-            // The provider's ids are base64 of about 45 bytes; unique here by batch and index.
-            id: `wamid.HBgM${batch}${String(index).padStart(7, '0')}${randomBytes(24).toString('base64url')}`,
-            timestamp: String(Math.floor(sentAt / 1000)),
-            type: 'text',
-            text: { body: `Hello, this is message ${index} about my order, could someone get back to me today?` },
-          }],
-        },
-      }],
-    }],
+    entry: [
+      {
+        id: number.wabaId,
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: number.displayPhoneNumber, phone_number_id: number.phoneNumberId },
+              contacts: [{ profile: { name: `Customer ${String(customer).padStart(3, '0')}` }, wa_id: waId }],
+              messages: [
+                {
+                  from: waId,
+                  // The provider's ids are base64 of about 45 bytes; unique here by batch and index.
+                  id: `wamid.HBgM${batch}${String(index).padStart(7, '0')}${randomBytes(24).toString('base64url')}`,
+                  timestamp: String(Math.floor(sentAt / 1000)),
+                  type: 'text',
+                  text: { body: `Hello, this is message ${index} about my order, could someone get back to me today?` },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
   });
   return { body, signature: `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` };
 }
@@ -290,26 +312,32 @@ async function bench(): Promise<void> {
   printTable(
     ['target', 'webhooks', 'seconds', 'per s', 'p50 ms', 'p99 ms', 'max ms', 'server CPU µs/webhook'],
     [
+      ['service: accepted (200)', String(WEBHOOKS), seconds(real.startedAt, real.finishedAt), accepted.toFixed(0), ...latencies(real), us(acceptedCpuUs)],
+      ['service: fully processed', String(WEBHOOKS), seconds(real.startedAt, processedAt), processed.toFixed(0), '', '', '', us(processedCpuUs)],
       [
-        'service: accepted (200)', String(WEBHOOKS), seconds(real.startedAt, real.finishedAt), accepted.toFixed(0),
-        ...latencies(real), us(acceptedCpuUs),
+        'baseline (bare Fastify, signature only)',
+        String(baselineWebhooks.length),
+        seconds(base.startedAt, base.finishedAt),
+        baseAccepted.toFixed(0),
+        ...latencies(base),
+        us(baseCpuUs),
       ],
       [
-        'service: fully processed', String(WEBHOOKS), seconds(real.startedAt, processedAt), processed.toFixed(0),
-        '', '', '', us(processedCpuUs),
-      ],
-      [
-        'baseline (bare Fastify, signature only)', String(baselineWebhooks.length), seconds(base.startedAt, base.finishedAt), baseAccepted.toFixed(0),
-        ...latencies(base), us(baseCpuUs),
-      ],
-      [
-        '  apart: accepted, worker stopped', String(SPLIT_WEBHOOKS), seconds(acceptOnly.startedAt, acceptOnly.finishedAt),
-        perSecond(SPLIT_WEBHOOKS, acceptOnly.startedAt, acceptOnly.finishedAt).toFixed(0), ...latencies(acceptOnly),
+        '  apart: accepted, worker stopped',
+        String(SPLIT_WEBHOOKS),
+        seconds(acceptOnly.startedAt, acceptOnly.finishedAt),
+        perSecond(SPLIT_WEBHOOKS, acceptOnly.startedAt, acceptOnly.finishedAt).toFixed(0),
+        ...latencies(acceptOnly),
         us(acceptCpuUs),
       ],
       [
-        '  apart: drained by the worker, no HTTP', String(SPLIT_WEBHOOKS), seconds(drainFrom, drainTo),
-        perSecond(SPLIT_WEBHOOKS, drainFrom, drainTo).toFixed(0), '', '', '',
+        '  apart: drained by the worker, no HTTP',
+        String(SPLIT_WEBHOOKS),
+        seconds(drainFrom, drainTo),
+        perSecond(SPLIT_WEBHOOKS, drainFrom, drainTo).toFixed(0),
+        '',
+        '',
+        '',
         us(cpuUsPer(SPLIT_WEBHOOKS, cpuDuringDrain(drainFrom), cpuDuringDrain(drainTo))),
       ],
     ],

@@ -305,9 +305,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       PORT: '0',
       PUBLIC_BASE_URL: 'http://localhost:3000',
       ...BENCH_RATE_LIMITS,
-      ...(databaseUrl && schema
-        ? { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema, MASTER_KEY: randomBytes(32).toString('hex') }
-        : {}),
+      ...(databaseUrl && schema ? { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema, MASTER_KEY: randomBytes(32).toString('hex') } : {}),
       ...env,
     },
     execArgv: serverNodeArgs(),
@@ -377,10 +375,7 @@ export async function startBaseline(response: BaselineResponse): Promise<BenchSe
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers for setting a bench up through the real API.
 
-export async function requestJson<T = any>(
-  url: string,
-  options: { method?: string; token?: string; body?: unknown; expectStatus?: number } = {},
-): Promise<T> {
+export async function requestJson<T = any>(url: string, options: { method?: string; token?: string; body?: unknown; expectStatus?: number } = {}): Promise<T> {
   const method = options.method ?? (options.body === undefined ? 'GET' : 'POST');
   const headers: Record<string, string> = {};
   if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -534,13 +529,14 @@ export async function measure(options: LoadOptions): Promise<LoadFigures> {
   const headers = options.connectionHeaders;
   const bodies = options.connectionBodies;
   let nextConnection = 0;
-  const setupClient = headers?.length || bodies?.length
-    ? (client: AutocannonClient) => {
-        const index = nextConnection++;
-        if (headers?.length) client.setHeaders({ ...options.headers, ...headers[index % headers.length] });
-        if (bodies?.length) client.setBody(bodies[index % bodies.length]!);
-      }
-    : undefined;
+  const setupClient =
+    headers?.length || bodies?.length
+      ? (client: AutocannonClient) => {
+          const index = nextConnection++;
+          if (headers?.length) client.setHeaders({ ...options.headers, ...headers[index % headers.length] });
+          if (bodies?.length) client.setBody(bodies[index % bodies.length]!);
+        }
+      : undefined;
   const run = (duration: number) => autocannon({ ...base, duration, ...(setupClient ? { setupClient } : {}) });
   const check = (result: AutocannonResult, phase: string) => {
     if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
@@ -580,8 +576,7 @@ function ratio(value: number, baseline: number): string {
 export function printTable(header: string[], rows: string[][]): void {
   const all = [header, ...rows];
   const widths = header.map((_, column) => Math.max(...all.map((row) => (row[column] ?? '').length)));
-  const line = (row: string[]) =>
-    row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  const line = (row: string[]) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
   console.log(line(header));
   console.log(widths.map((width) => '-'.repeat(width)).join('  '));
   for (const row of rows) console.log(line(row));

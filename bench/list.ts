@@ -147,7 +147,9 @@ async function benchStore(): Promise<StoreFigures> {
     const connectionHeaders = tokens.map((token) => ({ authorization: `Bearer ${token}` }));
     // After the logins (each of which writes an audit row), so the first page is seeded rows only.
     const seeded = await app.call<SeedAuditEventsResult>('seedAuditEvents', {
-      organizationId: signup.organization.id, memberId: signup.member.id, count: ROWS,
+      organizationId: signup.organization.id,
+      memberId: signup.member.id,
+      count: ROWS,
     });
 
     const sample = await fetch(app.url + PATH + QUERY, { headers: connectionHeaders[0] });
@@ -190,7 +192,12 @@ await runBench('list', async () => {
   );
   console.log('');
   const row = (name: string, load: LoadFigures) => [
-    name, load.reqPerSec.toFixed(0), load.p50Ms.toFixed(0), load.p99Ms.toFixed(0), load.meanMs.toFixed(2), load.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
+    name,
+    load.reqPerSec.toFixed(0),
+    load.p50Ms.toFixed(0),
+    load.p99Ms.toFixed(0),
+    load.meanMs.toFixed(2),
+    load.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
   ];
   printTable(
     ['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'],
@@ -199,13 +206,30 @@ await runBench('list', async () => {
   console.log('');
   printTable(
     [`walk, limit=${WALK_LIMIT}`, 'pages', 'rows', `first ${EDGE_PAGES} ms`, `last ${EDGE_PAGES} ms`, 'last/first', 'mean ms', 'max ms', 'total s'],
-    [[
-      'in order', String(w.pages), String(w.rows), w.firstMs.toFixed(2), w.lastMs.toFixed(2), (w.lastMs / w.firstMs).toFixed(2),
-      w.meanMs.toFixed(2), w.maxMs.toFixed(1), (w.totalMs / 1000).toFixed(1),
-    ], [
-      `replayed alternately, ${REPLAY_ROUNDS} rounds`, '', '', w.replayFirstMs.toFixed(2), w.replayLastMs.toFixed(2),
-      (w.replayLastMs / w.replayFirstMs).toFixed(2), '', '', '',
-    ]],
+    [
+      [
+        'in order',
+        String(w.pages),
+        String(w.rows),
+        w.firstMs.toFixed(2),
+        w.lastMs.toFixed(2),
+        (w.lastMs / w.firstMs).toFixed(2),
+        w.meanMs.toFixed(2),
+        w.maxMs.toFixed(1),
+        (w.totalMs / 1000).toFixed(1),
+      ],
+      [
+        `replayed alternately, ${REPLAY_ROUNDS} rounds`,
+        '',
+        '',
+        w.replayFirstMs.toFixed(2),
+        w.replayLastMs.toFixed(2),
+        (w.replayLastMs / w.replayFirstMs).toFixed(2),
+        '',
+        '',
+        '',
+      ],
+    ],
   );
   console.log('');
   // PostgreSQL's figures carry a suffix, so that no script compares them with SQLite's by mistake.

@@ -278,7 +278,10 @@ async function connect(sandboxUrl: string): Promise<ProviderCredentials> {
  * `pids`: the processes the senders run in, whose CPU time during the bursts is the scenario's.
  */
 async function run(
-  sandbox: BenchServer, name: string, pids: number[], senders: { warmUp(): Promise<unknown>; burst(): Promise<BurstFigures> }[],
+  sandbox: BenchServer,
+  name: string,
+  pids: number[],
+  senders: { warmUp(): Promise<unknown>; burst(): Promise<BurstFigures> }[],
 ): Promise<Scenario> {
   await Promise.all(senders.map((each) => each.warmUp()));
   await sandbox.call('reset');
@@ -309,7 +312,9 @@ async function main(): Promise<void> {
   const redisUrl = process.env.BENCH_REDIS_URL || undefined;
   const slackMs = slackFromEnv();
   const sandbox = await startHelper('pacing.ts', { BENCH_PACING_ROLE: 'sandbox' });
-  console.log(`pacing: ${BURST} template sends fired at once at one number with a ceiling of ${CEILING} a second, cloud adapter → sandbox provider in another process`);
+  console.log(
+    `pacing: ${BURST} template sends fired at once at one number with a ceiling of ${CEILING} a second, cloud adapter → sandbox provider in another process`,
+  );
   console.log(await raiseSandboxCeiling(sandbox.url));
   const credentials = await connect(sandbox.url);
   const args = { sandboxUrl: sandbox.url, credentials, ...(slackMs === undefined ? {} : { slackMs }) };
@@ -325,10 +330,15 @@ async function main(): Promise<void> {
     const half: BurstArgs = { ...args, count: BURST / 2, redisUrl, keyPrefix };
     try {
       scenarios.push(
-        await run(sandbox, 'Redis, 2 processes', [process.pid, child.pid], [
-          { warmUp: () => warmUp(half), burst: () => burst(half) },
-          { warmUp: () => child.call('warmUp', half), burst: () => child.call<BurstFigures>('burst', half) },
-        ]),
+        await run(
+          sandbox,
+          'Redis, 2 processes',
+          [process.pid, child.pid],
+          [
+            { warmUp: () => warmUp(half), burst: () => burst(half) },
+            { warmUp: () => child.call('warmUp', half), burst: () => child.call<BurstFigures>('burst', half) },
+          ],
+        ),
       );
     } finally {
       await child.stop();
@@ -350,14 +360,32 @@ async function main(): Promise<void> {
   const us = (value: number | undefined) => value?.toFixed(0) ?? 'n/a';
   printTable(
     [
-      'scenario', 'sends', 'max in any 1 s', 'max issued in 1 s', `tightest ${CEILING + 1} ms`, 'path p99 / max ms', 'first→last s', 'ideal s', 'ratio',
-      'fired→done s', 'throttled', 'sender CPU µs/send',
+      'scenario',
+      'sends',
+      'max in any 1 s',
+      'max issued in 1 s',
+      `tightest ${CEILING + 1} ms`,
+      'path p99 / max ms',
+      'first→last s',
+      'ideal s',
+      'ratio',
+      'fired→done s',
+      'throttled',
+      'sender CPU µs/send',
     ],
     rows.map((row) => [
-      row.scenario.name, String(row.sends), String(row.maxWindow), String(row.maxWindowIssued), row.tightestMs.toFixed(1),
+      row.scenario.name,
+      String(row.sends),
+      String(row.maxWindow),
+      String(row.maxWindowIssued),
+      row.tightestMs.toFixed(1),
       row.pathMs ? `${row.pathMs.p99.toFixed(1)} / ${row.pathMs.max.toFixed(1)}` : 'n/a',
-      row.burstSeconds.toFixed(2), IDEAL_SECONDS.toFixed(2), (row.burstSeconds / IDEAL_SECONDS).toFixed(3),
-      row.firedToDoneSeconds.toFixed(2), String(row.scenario.throttled), us(row.scenario.cpuUsPerSend),
+      row.burstSeconds.toFixed(2),
+      IDEAL_SECONDS.toFixed(2),
+      (row.burstSeconds / IDEAL_SECONDS).toFixed(3),
+      row.firedToDoneSeconds.toFixed(2),
+      String(row.scenario.throttled),
+      us(row.scenario.cpuUsPerSend),
     ]),
   );
   console.log('');
@@ -382,7 +410,8 @@ async function main(): Promise<void> {
   for (const row of rows) {
     // Reported, not failed: beyond the pacer's slack, a stall of either process on a busy machine
     // bunches arrivals at the sandbox, and the table's issued column tells the two apart.
-    if (row.maxWindow > CEILING) console.log(`${row.scenario.name}: ${row.maxWindow} arrivals in one second, over the ceiling of ${CEILING} (issued: ${row.maxWindowIssued})`);
+    if (row.maxWindow > CEILING)
+      console.log(`${row.scenario.name}: ${row.maxWindow} arrivals in one second, over the ceiling of ${CEILING} (issued: ${row.maxWindowIssued})`);
   }
 }
 

@@ -18,11 +18,32 @@ const BENCHES: Bench[] = [
   { name: 'idempotency', file: 'idempotency.ts', description: 'POST /v1/api-keys with a unique Idempotency-Key vs the same POST without one' },
   { name: 'list', file: 'list.ts', description: 'GET /v1/events?limit=25 over 100k audit rows vs bare Fastify; then every page with after, first vs last' },
   { name: 'webhooks', file: 'webhooks.ts', description: 'webhook events emitted in the service to loopback receivers vs raw undici POSTs of the same bodies' },
-  { name: 'pacing', file: 'pacing.ts', description: 'a burst of 2,000 sends at one number paced to 100/s, cloud adapter to the sandbox: most in any second, time vs ideal' },
-  { name: 'inbound', file: 'inbound.ts', description: 'signed provider webhooks POSTed at /provider/webhook: accepted/s and processed/s (message stored, event emitted) vs bare Fastify checking the signature' },
-  { name: 'send', file: 'send.ts', description: 'POST /v1/messages (text, an Idempotency-Key each) through the queue to the sandbox vs a bare Fastify POST route' },
-  { name: 'runtime', file: 'runtime.ts', description: 'GET /runtime/v24.0/{pn} with a connection key vs the same sandbox endpoint called directly with the business token' },
-  { name: 'conversations', file: 'conversations.ts', description: 'GET /v1/conversations?expand=contact,last_message&limit=25 over 50k conversations vs bare Fastify; SQL queries per page at limit 10 and 100' },
+  {
+    name: 'pacing',
+    file: 'pacing.ts',
+    description: 'a burst of 2,000 sends at one number paced to 100/s, cloud adapter to the sandbox: most in any second, time vs ideal',
+  },
+  {
+    name: 'inbound',
+    file: 'inbound.ts',
+    description:
+      'signed provider webhooks POSTed at /provider/webhook: accepted/s and processed/s (message stored, event emitted) vs bare Fastify checking the signature',
+  },
+  {
+    name: 'send',
+    file: 'send.ts',
+    description: 'POST /v1/messages (text, an Idempotency-Key each) through the queue to the sandbox vs a bare Fastify POST route',
+  },
+  {
+    name: 'runtime',
+    file: 'runtime.ts',
+    description: 'GET /runtime/v24.0/{pn} with a connection key vs the same sandbox endpoint called directly with the business token',
+  },
+  {
+    name: 'conversations',
+    file: 'conversations.ts',
+    description: 'GET /v1/conversations?expand=contact,last_message&limit=25 over 50k conversations vs bare Fastify; SQL queries per page at limit 10 and 100',
+  },
 ];
 
 function printKnown(): void {

@@ -40,7 +40,9 @@ await runBench('runtime', async () => {
 
   // The direct caller: a number and business token of its own, from the sandbox's code exchange.
   const exchange = new URLSearchParams({ client_id: 'bench', client_secret: APP_SECRET, code: 'bench-direct' });
-  const direct = await requestJson<{ access_token: string; sandbox: { phone_number_id: string } }>(`${app.url}/sandbox/graph/v24.0/oauth/access_token?${exchange.toString()}`);
+  const direct = await requestJson<{ access_token: string; sandbox: { phone_number_id: string } }>(
+    `${app.url}/sandbox/graph/v24.0/oauth/access_token?${exchange.toString()}`,
+  );
   const directPath = `/sandbox/graph/v24.0/${direct.sandbox.phone_number_id}`;
   const directHeaders = { authorization: `Bearer ${direct.access_token}` };
   const runtimePath = `/runtime/v24.0/${connection.phone_number_id}`;
@@ -64,7 +66,11 @@ await runBench('runtime', async () => {
   const rss = await app.rss();
 
   const row = (name: string, figures: LoadFigures) => [
-    name, figures.reqPerSec.toFixed(0), figures.p50Ms.toFixed(0), figures.p99Ms.toFixed(0), figures.meanMs.toFixed(2),
+    name,
+    figures.reqPerSec.toFixed(0),
+    figures.p50Ms.toFixed(0),
+    figures.p99Ms.toFixed(0),
+    figures.meanMs.toFixed(2),
     figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
   ];
   console.log('');

@@ -33,7 +33,9 @@ await runBench('send', async () => {
     expectStatus: 201,
   });
   const connection = await requestJson<{ id: string; phone_number_id: string }>(`${app.url}/v1/connections`, {
-    token: signup.token, body: { code: 'bench-send', name: 'Bench line' }, expectStatus: 201,
+    token: signup.token,
+    body: { code: 'bench-send', name: 'Bench line' },
+    expectStatus: 201,
   });
   // The provider's upgraded throughput (1,000/s), read back by a sync: the pacer follows the number.
   await requestJson(`${app.url}/sandbox/control/throughput`, { body: { phone_number_id: connection.phone_number_id, level: 'HIGH' } });
@@ -64,11 +66,15 @@ await runBench('send', async () => {
   const connectionHeaders: Record<string, string>[] = [];
   for (let i = 0; i < CONNECTIONS; i++) {
     const created = await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
-      token: signup.token, body: { kind: 'connection', mode: 'live', connection_id: connection.id, name: `bench ${i}` }, expectStatus: 201,
+      token: signup.token,
+      body: { kind: 'connection', mode: 'live', connection_id: connection.id, name: `bench ${i}` },
+      expectStatus: 201,
     });
     connectionHeaders.push({ authorization: `Bearer ${created.key}` });
   }
-  const bodies = contactIds.map((contactId) => JSON.stringify({ contact_id: contactId, type: 'text', text: { body: 'Your order has shipped and will arrive tomorrow between 9:00 and 13:00.' } }));
+  const bodies = contactIds.map((contactId) =>
+    JSON.stringify({ contact_id: contactId, type: 'text', text: { body: 'Your order has shipped and will arrive tomorrow between 9:00 and 13:00.' } }),
+  );
   const body = bodies[0]!;
   const headers = { 'content-type': 'application/json', 'idempotency-key': 'bench-[<id>]' };
 
@@ -104,15 +110,29 @@ await runBench('send', async () => {
 
   // The same requests with the worker stopped: what answering a send costs on its own.
   await app.call('stopWorker', {});
-  const apiOnly = await measure({ url: app.url + PATH, pid: app.pid, connectionHeaders, connectionBodies: bodies, ...load, seconds: API_ONLY_SECONDS, warmupSeconds: 1 });
+  const apiOnly = await measure({
+    url: app.url + PATH,
+    pid: app.pid,
+    connectionHeaders,
+    connectionBodies: bodies,
+    ...load,
+    seconds: API_ONLY_SECONDS,
+    warmupSeconds: 1,
+  });
 
   const row = (name: string, figures: LoadFigures) => [
-    name, figures.reqPerSec.toFixed(0), figures.p50Ms.toFixed(0), figures.p99Ms.toFixed(0), figures.meanMs.toFixed(2), figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
+    name,
+    figures.reqPerSec.toFixed(0),
+    figures.p50Ms.toFixed(0),
+    figures.p99Ms.toFixed(0),
+    figures.meanMs.toFixed(2),
+    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
   ];
   console.log('');
-  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [
-    row('service', real), row('service, worker stopped', apiOnly), row('baseline (bare Fastify)', base),
-  ]);
+  printTable(
+    ['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'],
+    [row('service', real), row('service, worker stopped', apiOnly), row('baseline (bare Fastify)', base)],
+  );
   console.log('');
   console.log(`after the load: every queued message sent within ${drainMs} ms; server RSS ${mib(rss)} MiB`);
   printResult('send', 'req_per_s', real.reqPerSec, base.reqPerSec);

@@ -89,7 +89,10 @@ function summary(timedOut: boolean): ReceiptSummary {
     perReceiver,
     firstAt: arrivals[0]?.at ?? Number.NaN,
     lastAt: arrivals.at(-1)?.at ?? Number.NaN,
-    latenciesMs: arrivals.map((arrival) => arrival.latencyMs).filter(Number.isFinite).sort((a, b) => a - b),
+    latenciesMs: arrivals
+      .map((arrival) => arrival.latencyMs)
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b),
     sample,
     timedOut,
   };

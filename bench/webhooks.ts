@@ -17,7 +17,20 @@
  */
 import { Agent, request } from 'undici';
 import type { EmitEventsResult, JobCounts, StartWorkerArgs } from './app-commands.ts';
-import { percentile, positiveIntegerFromEnv, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startCpuClock, startHelper, type AppServer, type BenchServer } from './lib.ts';
+import {
+  percentile,
+  positiveIntegerFromEnv,
+  printCpuResult,
+  printResult,
+  printTable,
+  requestJson,
+  runBench,
+  startApp,
+  startCpuClock,
+  startHelper,
+  type AppServer,
+  type BenchServer,
+} from './lib.ts';
 import type { ReceiptSummary } from './serve-receivers.ts';
 
 const BURST_EVENTS = positiveIntegerFromEnv('BENCH_WEBHOOK_EVENTS') ?? 2_000;
@@ -88,7 +101,10 @@ async function deliver(
   const cpu = startCpuClock(app.pid);
   const [emitted, arrived] = await Promise.all([
     app.call<EmitEventsResult>('emitEvents', {
-      organizationId: options.organizationId, count: options.events, perSecond: options.perSecond, concurrency: options.emitConcurrency,
+      organizationId: options.organizationId,
+      count: options.events,
+      perSecond: options.perSecond,
+      concurrency: options.emitConcurrency,
     }),
     receivers.call<ReceiptSummary>('waitFor', { total: expected, timeoutMs: ARRIVAL_TIMEOUT_MS }),
   ]);
@@ -143,7 +159,12 @@ async function baseline(
   checkArrivals(name, await receivers.call<ReceiptSummary>('waitFor', { total: options.total, timeoutMs: ARRIVAL_TIMEOUT_MS }), options.total, false);
   // Every request's round trip is part of `ms`; per-request latency would only repeat the receiver's.
   return {
-    name, deliveries: options.total, deliveriesPerSec: options.total / (ms / 1000), p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN,
+    name,
+    deliveries: options.total,
+    deliveriesPerSec: options.total / (ms / 1000),
+    p50Ms: Number.NaN,
+    p99Ms: Number.NaN,
+    maxMs: Number.NaN,
     cpuUsPerDelivery,
   };
 }
@@ -180,18 +201,27 @@ await runBench('webhooks', async () => {
     // First, while the queue holds nothing but what this scenario adds.
     rows.push(
       await deliver(app, receivers, `steady, ${STEADY_PER_SECOND}/s for ${STEADY_SECONDS} s, 1 receiver`, {
-        organizationId: single, events: STEADY_PER_SECOND * STEADY_SECONDS, endpoints: 1, perSecond: STEADY_PER_SECOND,
+        organizationId: single,
+        events: STEADY_PER_SECOND * STEADY_SECONDS,
+        endpoints: 1,
+        perSecond: STEADY_PER_SECOND,
       }),
     );
     rows.push(
       await deliver(app, receivers, `burst, ${BURST_EVENTS} events, 1 receiver`, {
-        organizationId: single, events: BURST_EVENTS, endpoints: 1, emitConcurrency: BURST_EMIT_CONCURRENCY,
+        organizationId: single,
+        events: BURST_EVENTS,
+        endpoints: 1,
+        emitConcurrency: BURST_EMIT_CONCURRENCY,
       }),
     );
     rows.push(await baseline(agent, receivers, `  raw POSTs, 1 receiver`, { urls: urls.slice(0, 1), total: BURST_EVENTS, sample }));
     rows.push(
       await deliver(app, receivers, `burst, ${FANOUT_EVENTS} events x ${FANOUT_RECEIVERS} receivers`, {
-        organizationId: fanout, events: FANOUT_EVENTS, endpoints: FANOUT_RECEIVERS, emitConcurrency: BURST_EMIT_CONCURRENCY,
+        organizationId: fanout,
+        events: FANOUT_EVENTS,
+        endpoints: FANOUT_RECEIVERS,
+        emitConcurrency: BURST_EMIT_CONCURRENCY,
       }),
     );
     rows.push(await baseline(agent, receivers, `  raw POSTs, ${FANOUT_RECEIVERS} receivers`, { urls, total: FANOUT_EVENTS * FANOUT_RECEIVERS, sample }));
@@ -205,14 +235,20 @@ await runBench('webhooks', async () => {
   printTable(
     ['scenario', 'deliveries', 'deliveries/s', 'p50 ms', 'p99 ms', 'max ms', 'emitting s', 'sender CPU µs/delivery'],
     rows.map((row) => [
-      row.name, String(row.deliveries), row.deliveriesPerSec.toFixed(0), ms(row.p50Ms), ms(row.p99Ms), ms(row.maxMs),
-      row.emitMs === undefined ? '' : (row.emitMs / 1000).toFixed(1), row.cpuUsPerDelivery?.toFixed(0) ?? 'n/a',
+      row.name,
+      String(row.deliveries),
+      row.deliveriesPerSec.toFixed(0),
+      ms(row.p50Ms),
+      ms(row.p99Ms),
+      ms(row.maxMs),
+      row.emitMs === undefined ? '' : (row.emitMs / 1000).toFixed(1),
+      row.cpuUsPerDelivery?.toFixed(0) ?? 'n/a',
     ]),
   );
   console.log('');
   console.log(
     "latency: from the event's created_at (set at emit) to its arrival at the receiver. sender CPU: the service process's " +
-      '(emit, queue, deliver, record) or, for raw POSTs, the bench process\'s (undici alone), per delivery.',
+      "(emit, queue, deliver, record) or, for raw POSTs, the bench process's (undici alone), per delivery.",
   );
   console.log(`jobs by status at the end: ${JSON.stringify(jobs.jobs)}; delivery attempts: ${JSON.stringify(jobs.deliveries)}`);
   console.log('');
@@ -223,5 +259,7 @@ await runBench('webhooks', async () => {
   printCpuResult('webhooks', burst.cpuUsPerDelivery, burstBase.cpuUsPerDelivery);
   printCpuResult('webhooks', fan.cpuUsPerDelivery, fanBase.cpuUsPerDelivery, 'fanout_server_cpu_us_per_req');
   console.log(`RESULT webhooks burst_p50_ms=${burst.p50Ms.toFixed(0)} burst_p99_ms=${burst.p99Ms.toFixed(0)} fanout_p99_ms=${fan.p99Ms.toFixed(0)}`);
-  console.log(`RESULT webhooks steady_per_s=${STEADY_PER_SECOND} steady_p50_ms=${steady.p50Ms.toFixed(0)} steady_p99_ms=${steady.p99Ms.toFixed(0)} target_p99_ms=250`);
+  console.log(
+    `RESULT webhooks steady_per_s=${STEADY_PER_SECOND} steady_p50_ms=${steady.p50Ms.toFixed(0)} steady_p99_ms=${steady.p99Ms.toFixed(0)} target_p99_ms=250`,
+  );
 });

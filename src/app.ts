@@ -34,7 +34,8 @@ export interface App {
 function listeningUrl(server: HttpServer, config: Config): string {
   const address = server.server.address();
   if (address === null || typeof address === 'string') return config.publicBaseUrl;
-  const host = address.family === 'IPv6' ? `[${address.address === '::' ? '::1' : address.address}]` : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+  const host =
+    address.family === 'IPv6' ? `[${address.address === '::' ? '::1' : address.address}]` : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
   return `http://${host}:${address.port}`;
 }
 
@@ -52,7 +53,12 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
 
 export async function createApp(options: { config: Config; store: Store; clock: Clock }): Promise<App> {
   const { config, store, clock } = options;
-  const server = createHttpServer({ publicBaseUrl: config.publicBaseUrl, logLevel: config.logLevel, trustProxy: config.trustProxy, isUnavailable: store.dialect.isUnavailable });
+  const server = createHttpServer({
+    publicBaseUrl: config.publicBaseUrl,
+    logLevel: config.logLevel,
+    trustProxy: config.trustProxy,
+    isUnavailable: store.dialect.isUnavailable,
+  });
   const redis = config.redisUrl ? new Redis(config.redisUrl, RATE_LIMIT_REDIS_OPTIONS) : undefined;
   if (redis) server.addHook('onClose', async () => redis.disconnect());
   const core = buildCore({ config, store, clock, log: server.log, localUrl: () => listeningUrl(server, config), redis });
@@ -66,7 +72,13 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   });
   await server.register(cookie);
   const accessTable = registerAccessControl(server, services.credentials.authenticate);
-  await registerRateLimits(server, { redis, clock, keyPrefix: config.rateLimitKeyPrefix, unauthenticatedPerMinute: config.rateLimitUnauthenticatedPerMinute, credentialMultiplier: config.rateLimitCredentialMultiplier });
+  await registerRateLimits(server, {
+    redis,
+    clock,
+    keyPrefix: config.rateLimitKeyPrefix,
+    unauthenticatedPerMinute: config.rateLimitUnauthenticatedPerMinute,
+    credentialMultiplier: config.rateLimitCredentialMultiplier,
+  });
   registerIdempotency(server, services.idempotencyKeys);
   await registerOpenApi(server, { publicBaseUrl: config.publicBaseUrl, version: API_VERSION });
   for (const module of modules) module.routes?.(server);

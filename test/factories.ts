@@ -35,7 +35,12 @@ export async function signUp(server: TestServer, overrides: { email?: string; or
 export async function createConnection(server: TestServer, owner: { token: string }, options: { test?: boolean; coexistence?: boolean; name?: string } = {}) {
   const response = await server.request('POST', '/v1/connections', {
     token: owner.token,
-    body: { code: `${options.coexistence ? 'coexistence' : 'code'}-${randomBytes(4).toString('hex')}`, test: options.test ?? false, coexistence: options.coexistence ?? false, name: options.name ?? 'Support line' },
+    body: {
+      code: `${options.coexistence ? 'coexistence' : 'code'}-${randomBytes(4).toString('hex')}`,
+      test: options.test ?? false,
+      coexistence: options.coexistence ?? false,
+      name: options.name ?? 'Support line',
+    },
   });
   assert.equal(response.status, 201, response.text);
   return response.body;
@@ -67,7 +72,11 @@ export function assertError(response: { status: number; body: any; headers: Head
 }
 
 /** A second member of an organization with the given role, logged in: for role and scope tests. */
-export async function addMember(server: TestServer, organizationId: string, role: 'owner' | 'admin' | 'agent' | 'viewer'): Promise<{ token: string; memberId: string }> {
+export async function addMember(
+  server: TestServer,
+  organizationId: string,
+  role: 'owner' | 'admin' | 'agent' | 'viewer',
+): Promise<{ token: string; memberId: string }> {
   const email = `${role}-${randomBytes(4).toString('hex')}@example.com`;
   const password = 'correct horse battery staple';
   const { hashPassword } = await import('../src/lib/crypto.ts');
@@ -110,7 +119,12 @@ export async function settle(server: TestServer, maxRounds = 10): Promise<void> 
     await server.app.sandbox?.idle();
     if ((await server.app.worker.drain()) === 0) return;
   }
-  const due = await server.app.store.db.selectFrom('jobs').select('name').where('status', '=', 'queued').where('run_at', '<=', server.clock.now().toISOString()).execute();
+  const due = await server.app.store.db
+    .selectFrom('jobs')
+    .select('name')
+    .where('status', '=', 'queued')
+    .where('run_at', '<=', server.clock.now().toISOString())
+    .execute();
   assert.fail(`the server did not settle in ${maxRounds} rounds; still due: ${due.map((job) => job.name).join(', ') || 'nothing'}`);
 }
 

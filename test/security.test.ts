@@ -36,7 +36,11 @@ describe('security on every route', () => {
       const required = row.access.scope;
       const other = SCOPES.find((scope) => scope !== required && scope !== 'runtime:proxy')!;
       const key = await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: [other] });
-      const error = assertError(await server.request(row.method, concrete(row.url), { token: key.key, ...(row.method === 'GET' ? {} : { body: {} }) }), 403, 'scope_missing');
+      const error = assertError(
+        await server.request(row.method, concrete(row.url), { token: key.key, ...(row.method === 'GET' ? {} : { body: {} }) }),
+        403,
+        'scope_missing',
+      );
       assert.equal(error.required_scope, required);
     }
   });
@@ -104,7 +108,11 @@ describe('credentials that must be refused', () => {
 
   it('an expired OAuth token is credential_expired, a revoked one credential_revoked', async () => {
     const issue = () =>
-      server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['messages:read'], ttlMs: DAY }));
+      server.app.store.db
+        .transaction()
+        .execute((trx) =>
+          server.app.services.oauthTokens.issue(trx, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['messages:read'], ttlMs: DAY }),
+        );
     const expiring = await issue();
     assert.equal((await server.request('GET', '/v1/identity', { token: expiring.token })).status, 200);
     server.clock.advance(DAY);
@@ -116,15 +124,24 @@ describe('credentials that must be refused', () => {
 
   it('an OAuth token can never be given keys:write', async () => {
     await assert.rejects(
-      server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['keys:write'], ttlMs: DAY })),
+      server.app.store.db
+        .transaction()
+        .execute((trx) =>
+          server.app.services.oauthTokens.issue(trx, { organizationId: owner.organizationId, clientName: 'CRM', scopes: ['keys:write'], ttlMs: DAY }),
+        ),
       (error: Error & { code?: string }) => error.code === 'validation_failed',
     );
   });
 
   it('an OAuth token is refused where key management is', async () => {
-    const oauth = await server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, {
-      organizationId: owner.organizationId, clientName: 'CRM', scopes: ['connections:read'], ttlMs: DAY,
-    }));
+    const oauth = await server.app.store.db.transaction().execute((trx) =>
+      server.app.services.oauthTokens.issue(trx, {
+        organizationId: owner.organizationId,
+        clientName: 'CRM',
+        scopes: ['connections:read'],
+        ttlMs: DAY,
+      }),
+    );
     assertError(await server.request('GET', '/v1/api-keys', { token: oauth.token }), 403, 'credential_kind_not_allowed');
   });
 });
@@ -143,7 +160,11 @@ describe('tenant isolation', () => {
     const betaKey = await createKey(server, beta.token, { kind: 'organization', mode: 'live', scopes: ['keys:write', 'connections:read'] });
     const betaEvents = await server.request('GET', '/v1/events', { token: beta.token });
     const betaEvent = betaEvents.body.data[0].id;
-    const alphaKey = await createKey(server, alpha.token, { kind: 'organization', mode: 'live', scopes: ['keys:write', 'connections:read', 'connections:write'] });
+    const alphaKey = await createKey(server, alpha.token, {
+      kind: 'organization',
+      mode: 'live',
+      scopes: ['keys:write', 'connections:read', 'connections:write'],
+    });
 
     for (const token of [alpha.token, alphaKey.key]) {
       assertError(await server.request('GET', `/v1/connections/${betaConnection.id}`, { token }), 404, 'resource_not_found');
@@ -169,7 +190,10 @@ describe('tenant isolation', () => {
     assert.equal((await server.request('GET', `/v1/connections/${mine.id}`, { token: key.key })).status, 200);
     assertError(await server.request('GET', `/v1/connections/${other.id}`, { token: key.key }), 404, 'resource_not_found');
     const list = await server.request('GET', '/v1/connections', { token: key.key });
-    assert.deepEqual(list.body.data.map((c: { id: string }) => c.id), [mine.id]);
+    assert.deepEqual(
+      list.body.data.map((c: { id: string }) => c.id),
+      [mine.id],
+    );
   });
 
   it('a test key is refused on a live connection; a live organization key reaches test connections too', async () => {
@@ -181,7 +205,10 @@ describe('tenant isolation', () => {
     assert.equal(refused.type, 'permission_error');
     assertError(await server.request('PATCH', `/v1/connections/${live.id}`, { token: testKey.key, body: { name: 'x' } }), 403, 'test_key_on_live_connection');
     assert.equal((await server.request('GET', `/v1/connections/${test.id}`, { token: liveKey.key })).status, 200);
-    assert.equal((await server.request('PATCH', `/v1/connections/${test.id}`, { token: liveKey.key, body: { name: 'Renamed by a live key' } })).body.name, 'Renamed by a live key');
+    assert.equal(
+      (await server.request('PATCH', `/v1/connections/${test.id}`, { token: liveKey.key, body: { name: 'Renamed by a live key' } })).body.name,
+      'Renamed by a live key',
+    );
     assert.equal((await server.request('GET', `/v1/connections/${test.id}`, { token: testKey.key })).status, 200);
     const testList = await server.request('GET', '/v1/connections', { token: testKey.key });
     assert.ok(testList.body.data.every((c: { test: boolean }) => c.test));

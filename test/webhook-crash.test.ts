@@ -53,7 +53,9 @@ describe('webhook delivery when a worker process crashes', () => {
       await db.transaction().execute(async (trx) => {
         for (let i = start; i < start + BATCH; i++) {
           await server.app.services.events.emit(trx, {
-            type: 'contact.created', organizationId: owner.organizationId, connectionId: null,
+            type: 'contact.created',
+            organizationId: owner.organizationId,
+            connectionId: null,
             object: { id: `ct_${i}`, object: 'contact', name: `Contact ${i}` },
           });
         }
@@ -104,12 +106,7 @@ describe('webhook delivery when a worker process crashes', () => {
   }
 
   const deliveryJobs = (statuses: string[]) =>
-    server.app.store.db
-      .selectFrom('jobs')
-      .select(['id', 'attempts'])
-      .where('name', '=', webhookDelivery.name)
-      .where('status', 'in', statuses)
-      .execute();
+    server.app.store.db.selectFrom('jobs').select(['id', 'attempts']).where('name', '=', webhookDelivery.name).where('status', 'in', statuses).execute();
 
   /** Waits for `done` until the run's deadline, and fails at once if the worker exits first. */
   async function until(what: string, worker: WorkerProcess, deadline: number, done: () => boolean | Promise<boolean>): Promise<void> {

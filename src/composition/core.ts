@@ -24,7 +24,14 @@ export interface Core {
   provider: ProviderWiring;
 }
 
-export function buildCore(options: { config: Config; store: Store; clock: Clock; log: FastifyBaseLogger; localUrl: () => string; redis: Redis | undefined }): Core {
+export function buildCore(options: {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  localUrl: () => string;
+  redis: Redis | undefined;
+}): Core {
   const { config, store, clock, log } = options;
   const masterKey = ensureMasterKey(config);
   const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log, leaseMs: config.workerLeaseMs });

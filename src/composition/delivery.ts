@@ -8,8 +8,15 @@ import type { PlatformServices } from './platform.ts';
 export function buildDelivery(core: Core, services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections'>) {
   const { db, clock, config, events, queue, secrets } = core;
   const webhookEndpoints = createWebhookEndpointsModule({
-    db, clock, secrets, queue, events, allowPrivateNetworks: config.webhookAllowPrivateNetworks,
-    audit: services.audit, connections: services.connections, mail: services.mail,
+    db,
+    clock,
+    secrets,
+    queue,
+    events,
+    allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    audit: services.audit,
+    connections: services.connections,
+    mail: services.mail,
   });
   return { modules: [webhookEndpoints], services: { webhookEndpoints: webhookEndpoints.service } } satisfies Area<object>;
 }

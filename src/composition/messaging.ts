@@ -28,14 +28,37 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
   const locks = createConversationLocksModule({ db, clock, events, queue, conversations: conversations.service, members });
   const contacts = createContactsModule({ db, clock, events, audit, conversations: conversations.service, connections: connections.service });
   const media = createMediaModule({
-    db, clock, queue, provider, audit, connections: connections.service, storage: createFileMediaStorage(path.join(config.dataDir, 'media')),
+    db,
+    clock,
+    queue,
+    provider,
+    audit,
+    connections: connections.service,
+    storage: createFileMediaStorage(path.join(config.dataDir, 'media')),
   });
   const messages = createMessagesModule({
-    db, clock, events, queue, log, provider, contacts: contacts.service, conversations: conversations.service,
-    connections: connections.service, templates: templates.service, media: media.service, locks: locks.service,
+    db,
+    clock,
+    events,
+    queue,
+    log,
+    provider,
+    contacts: contacts.service,
+    conversations: conversations.service,
+    connections: connections.service,
+    templates: templates.service,
+    media: media.service,
+    locks: locks.service,
   });
   const providerWebhooks = createProviderWebhooksModule({
-    db, clock, queue, log, inbound, connections: connections.service, messages: messages.service, templates: templates.service,
+    db,
+    clock,
+    queue,
+    log,
+    inbound,
+    connections: connections.service,
+    messages: messages.service,
+    templates: templates.service,
   });
   const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: graphBaseUrl, pacer });
   return {
@@ -46,11 +69,23 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
         contacts: (principal, ids) => contacts.service.findMany(principal, ids),
         lastMessages: (ids) => messages.service.lastOfConversations(ids),
       }),
-      notes, locks, contacts, media, messages, providerWebhooks, runtime,
+      notes,
+      locks,
+      contacts,
+      media,
+      messages,
+      providerWebhooks,
+      runtime,
     ],
     services: {
-      connections: connections.service, templates: templates.service, conversations: conversations.service, locks: locks.service,
-      contacts: contacts.service, media: media.service, messages: messages.service, providerWebhooks: providerWebhooks.service,
+      connections: connections.service,
+      templates: templates.service,
+      conversations: conversations.service,
+      locks: locks.service,
+      contacts: contacts.service,
+      media: media.service,
+      messages: messages.service,
+      providerWebhooks: providerWebhooks.service,
     },
   } satisfies Area<object>;
 }

@@ -20,11 +20,19 @@ export function buildPlatform(core: Core) {
   const organizations = createOrganizationsModule({ db, clock });
   const members = createMembersModule({ db, clock, isUniqueViolation });
   const auth = createAuthModule({
-    db, clock, organizations: organizations.service, members: members.service, audit: audit.service, secureCookies: config.publicBaseUrl.startsWith('https:'),
+    db,
+    clock,
+    organizations: organizations.service,
+    members: members.service,
+    audit: audit.service,
+    secureCookies: config.publicBaseUrl.startsWith('https:'),
   });
   const oauthTokens = createOauthTokensModule({ db, clock });
   const mail = createMailModule({
-    db, clock, queue, members: members.service,
+    db,
+    clock,
+    queue,
+    members: members.service,
     transport: createMailTransport({ smtpUrl: config.smtpUrl, log: (entry) => log.info(entry, 'mail recorded (no SMTP_URL set)') }),
     from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
   });
@@ -33,12 +41,23 @@ export function buildPlatform(core: Core) {
     modules: [
       createHealthModule({ isReady: () => isStoreReady(store) }),
       createErrorReferenceModule(),
-      audit, organizations, members, auth, oauthTokens, mail, idempotencyKeys,
+      audit,
+      organizations,
+      members,
+      auth,
+      oauthTokens,
+      mail,
+      idempotencyKeys,
       createIdentityModule({ organizations: organizations.service, members: members.service }),
     ],
     services: {
-      audit: audit.service, organizations: organizations.service, members: members.service, auth: auth.service,
-      oauthTokens: oauthTokens.service, mail: mail.service, idempotencyKeys: idempotencyKeys.service,
+      audit: audit.service,
+      organizations: organizations.service,
+      members: members.service,
+      auth: auth.service,
+      oauthTokens: oauthTokens.service,
+      mail: mail.service,
+      idempotencyKeys: idempotencyKeys.service,
     },
   } satisfies Area<object>;
 }

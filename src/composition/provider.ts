@@ -22,7 +22,11 @@ export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, l
   let sandbox: SandboxProvider | undefined;
   if (config.providerMode === 'sandbox') {
     sandbox = createSandboxProvider({
-      clock, appSecret, verifyToken, webhookUrl: () => `${localUrl()}/provider/webhook`, statusStepMs: 0,
+      clock,
+      appSecret,
+      verifyToken,
+      webhookUrl: () => `${localUrl()}/provider/webhook`,
+      statusStepMs: 0,
       routeConfig: { access: { public: true, reason: 'the sandbox provider (PROVIDER_MODE=sandbox)', rateLimit: false } },
     });
   }
@@ -32,7 +36,11 @@ export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, l
   const cloud = lazily<CloudProvider>(() =>
     withPacing(
       createCloudProvider({
-        baseUrl: graphBaseUrl(), version: config.providerApiVersion, appId: config.providerAppId ?? 'sandbox', appSecret, timeoutMs: config.providerTimeoutMs,
+        baseUrl: graphBaseUrl(),
+        version: config.providerApiVersion,
+        appId: config.providerAppId ?? 'sandbox',
+        appSecret,
+        timeoutMs: config.providerTimeoutMs,
       }),
       { pacer, ceilingOf: (credentials) => credentials.messagesPerSecond ?? THROUGHPUT_PER_SECOND.standard },
     ),
@@ -43,7 +51,11 @@ export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, l
     graphBaseUrl,
     pacer,
     sandbox,
-    inbound: { verifySignature: (raw: Buffer, header: string | undefined) => verifyProviderSignature(raw, header, appSecret), parse: parseProviderWebhook, verifyToken },
+    inbound: {
+      verifySignature: (raw: Buffer, header: string | undefined) => verifyProviderSignature(raw, header, appSecret),
+      parse: parseProviderWebhook,
+      verifyToken,
+    },
     close: async () => {
       sandbox?.close();
       await cloud.created()?.close();

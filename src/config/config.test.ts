@@ -31,7 +31,10 @@ describe('configuration', () => {
     [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '1000001' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
   ] as const) {
     it(`names ${variable} when ${JSON.stringify(env)} is wrong or incomplete`, () => {
-      assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(`${variable}: `));
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && error.message.startsWith(`${variable}: `),
+      );
     });
   }
 
@@ -42,8 +45,11 @@ describe('configuration', () => {
     for (const value of ['lots', '-3', '1e3', '1000001']) {
       assert.throws(
         () => loadConfig({ RATE_LIMIT_CREDENTIAL_MULTIPLIER: value }),
-        (error: Error) => error instanceof ConfigError && !error.message.includes('\n') &&
-          error.message.startsWith('RATE_LIMIT_CREDENTIAL_MULTIPLIER: must be a whole number') && error.message.includes(`(got "${value}")`),
+        (error: Error) =>
+          error instanceof ConfigError &&
+          !error.message.includes('\n') &&
+          error.message.startsWith('RATE_LIMIT_CREDENTIAL_MULTIPLIER: must be a whole number') &&
+          error.message.includes(`(got "${value}")`),
       );
     }
   });

@@ -120,7 +120,7 @@ export async function isStoreReady(store: Store): Promise<boolean> {
       .selectFrom('kysely_migration' as never)
       .select(sql<number>`count(*)`.as('count'))
       .executeTakeFirst();
-    return Number((applied)?.count) === Object.keys(migrations).length;
+    return Number(applied?.count) === Object.keys(migrations).length;
   } catch {
     return false;
   }

@@ -26,5 +26,7 @@ export function visibleThroughConnection<T extends ConnectionOwnedTable, O>(
   if (scope.connectionId) narrowed = narrowed.where(sql.ref(`${table}.connection_id`), '=', scope.connectionId);
   if (scope.test === undefined) return narrowed;
   const test = scope.test ? 1 : 0;
-  return narrowed.where(sql<boolean>`exists (select 1 from connections where connections.id = ${sql.ref(`${table}.connection_id`)} and connections.test = ${test})`);
+  return narrowed.where(
+    sql<boolean>`exists (select 1 from connections where connections.id = ${sql.ref(`${table}.connection_id`)} and connections.test = ${test})`,
+  );
 }

@@ -38,11 +38,9 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTF
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
-  isUniqueViolation: (error) =>
-    errorCode(error) === 'ERR_SQLITE_ERROR' && /UNIQUE constraint failed/.test(String((error as Error).message)),
+  isUniqueViolation: (error) => errorCode(error) === 'ERR_SQLITE_ERROR' && /UNIQUE constraint failed/.test(String((error as Error).message)),
   lockSkipLocked: (query) => query,
-  isUnavailable: (error) =>
-    DESTROYED.test(errorMessage(error)) || /database is locked|SQLITE_BUSY/i.test(errorMessage(error)),
+  isUnavailable: (error) => DESTROYED.test(errorMessage(error)) || /database is locked|SQLITE_BUSY/i.test(errorMessage(error)),
 };
 
 export const postgresDialect: Dialect = {

@@ -22,8 +22,18 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     await db
       .insertInto('connections')
       .values({
-        id: 'conn_1', organization_id: 'org_1', name: null, status: 'connected', test: 1, coexistence: 0,
-        phone_number_id: null, waba_id: null, display_phone_number: null, metadata: '{}', created_at: now, updated_at: now,
+        id: 'conn_1',
+        organization_id: 'org_1',
+        name: null,
+        status: 'connected',
+        test: 1,
+        coexistence: 0,
+        phone_number_id: null,
+        waba_id: null,
+        display_phone_number: null,
+        metadata: '{}',
+        created_at: now,
+        updated_at: now,
       })
       .execute();
     const row = await db.selectFrom('connections').selectAll().where('id', '=', 'conn_1').executeTakeFirstOrThrow();
@@ -34,13 +44,20 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   });
 
   it('returns counts as numbers, not strings', async () => {
-    const { count } = await testStore.store.db.selectFrom('organizations').select(sql<number>`count(*)`.as('count')).executeTakeFirstOrThrow();
+    const { count } = await testStore.store.db
+      .selectFrom('organizations')
+      .select(sql<number>`count(*)`.as('count'))
+      .executeTakeFirstOrThrow();
     assert.equal(typeof count, 'number');
   });
 
   it('recognises a unique violation on both backends', async () => {
     const now = new Date().toISOString();
-    const insert = () => testStore.store.db.insertInto('users').values({ id: `usr_${Math.random()}`, email: 'same@example.com', name: null, password_hash: 'x', created_at: now, updated_at: now }).execute();
+    const insert = () =>
+      testStore.store.db
+        .insertInto('users')
+        .values({ id: `usr_${Math.random()}`, email: 'same@example.com', name: null, password_hash: 'x', created_at: now, updated_at: now })
+        .execute();
     await insert();
     await assert.rejects(insert(), (error) => testStore.store.dialect.isUniqueViolation(error));
   });

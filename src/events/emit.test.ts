@@ -17,15 +17,21 @@ describe('in-process subscribers to the event stream', () => {
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
 
-  const createContact = (phoneNumber: string) => server.request('POST', '/v1/contacts', { token: key, body: { phone_number: phoneNumber }, headers: { 'idempotency-key': `contact-${phoneNumber}` } });
+  const createContact = (phoneNumber: string) =>
+    server.request('POST', '/v1/contacts', { token: key, body: { phone_number: phoneNumber }, headers: { 'idempotency-key': `contact-${phoneNumber}` } });
   const storedContacts = (phoneNumber: string) => server.app.store.db.selectFrom('contacts').select('id').where('phone_number', '=', phoneNumber).execute();
   const storedJobs = async () => (await server.app.store.db.selectFrom('jobs').select('id').execute()).length;
-  const storedEvents = (type: string) => server.app.store.db.selectFrom('events').select('id').where('organization_id', '=', owner.organizationId).where('type', '=', type).execute();
+  const storedEvents = (type: string) =>
+    server.app.store.db.selectFrom('events').select('id').where('organization_id', '=', owner.organizationId).where('type', '=', type).execute();
 
   it('a subscriber runs inside the transaction that emitted the event, and sees the change it announces', async () => {
     const seen: { event: EventEnvelope; stored: number }[] = [];
     server.app.services.events.subscribe(['contact.created'], async (trx, event) => {
-      const rows = await trx.selectFrom('contacts').select('id').where('id', '=', (event.data.object as { id: string }).id).execute();
+      const rows = await trx
+        .selectFrom('contacts')
+        .select('id')
+        .where('id', '=', (event.data.object as { id: string }).id)
+        .execute();
       seen.push({ event, stored: rows.length });
     });
     const response = await createContact('+447700900301');

@@ -11,7 +11,9 @@ export const EventEnvelopeSchema = Type.Object({
   organization_id: Type.String(),
   connection_id: Type.Union([Type.String(), Type.Null()], { description: 'The connection the event concerns; null for organization-wide events.' }),
   data: Type.Object({ object: Type.Record(Type.String(), Type.Unknown()) }),
-  previous_attributes: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Only on `*.updated` events: the changed fields, with their values before the change.' })),
+  previous_attributes: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: 'Only on `*.updated` events: the changed fields, with their values before the change.' }),
+  ),
 });
 export type EventEnvelope = Static<typeof EventEnvelopeSchema>;
 

@@ -6,7 +6,7 @@ export const EVENT_TYPES = {
   'message.received': 'An inbound message arrived from a contact.',
   'message.sent': 'An outbound message was accepted by the provider.',
   'message.status': "An outbound message's delivery status changed: sent, delivered, read or failed.",
-  'message.echo': "The owner sent a message from the business messaging app (coexistence only).",
+  'message.echo': 'The owner sent a message from the business messaging app (coexistence only).',
   'conversation.created': 'The first message of a new thread.',
   'conversation.updated': 'State, assignee, control or labels changed.',
   'conversation.window_expiring': 'The 24-hour customer service window closes in one hour.',

@@ -167,7 +167,11 @@ describe('webhook signatures', () => {
 
     it('v1 values that are not 64 hex digits simply do not match', () => {
       for (const candidate of ['', 'zz', 'g'.repeat(64), 'ab'.repeat(33), '0x' + 'a'.repeat(62), ' '.repeat(64)]) {
-        assert.deepEqual(verifyWebhookSignature(BODY, `t=${T},v1=${candidate}`, SECRET, { now: AT_T }), { valid: false, reason: 'no_matching_signature' }, candidate);
+        assert.deepEqual(
+          verifyWebhookSignature(BODY, `t=${T},v1=${candidate}`, SECRET, { now: AT_T }),
+          { valid: false, reason: 'no_matching_signature' },
+          candidate,
+        );
       }
       assert.deepEqual(verifyWebhookSignature(BODY, `t=${T}`, SECRET, { now: AT_T }), { valid: false, reason: 'no_matching_signature' });
     });
@@ -181,7 +185,9 @@ describe('webhook signatures', () => {
           }
         }
         assert.doesNotThrow(() => verifyWebhookSignature(BODY, signatureHeader(BODY, [SECRET], T), SECRET, body as { now: number }));
-        assert.doesNotThrow(() => verifyWebhookSignature(BODY, signatureHeader(BODY, [SECRET], T), SECRET, { now: body as number, toleranceSeconds: body as number }));
+        assert.doesNotThrow(() =>
+          verifyWebhookSignature(BODY, signatureHeader(BODY, [SECRET], T), SECRET, { now: body as number, toleranceSeconds: body as number }),
+        );
       }
     });
   });

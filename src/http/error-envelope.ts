@@ -1,4 +1,4 @@
-import type { AppError} from '../lib/errors.ts';
+import type { AppError } from '../lib/errors.ts';
 import { ERROR_CODES } from '../lib/errors.ts';
 
 /** The body of every error response: `{ "error": { type, code, message, param, details, ... } }`. */

@@ -7,7 +7,14 @@ import { MAX_EXPANSIONS } from './schemas.ts';
  */
 export function parseExpand(value: string | undefined, relations: readonly string[]): string[] {
   if (value === undefined || value.trim() === '') return [];
-  const names = [...new Set(value.split(',').map((name) => name.trim()).filter((name) => name !== ''))];
+  const names = [
+    ...new Set(
+      value
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== ''),
+    ),
+  ];
   if (names.length > MAX_EXPANSIONS) throw invalidParam('/query/expand', `may name at most ${MAX_EXPANSIONS} relations`, 'too_many');
   for (const name of names) {
     if (name.includes('.')) throw invalidParam('/query/expand', `cannot expand nested relations (${name})`);

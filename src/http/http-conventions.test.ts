@@ -61,7 +61,11 @@ describe('HTTP conventions shared by every endpoint', () => {
     const keyBody = { kind: 'organization', mode: 'live' };
 
     it('malformed JSON is malformed_json', async () => {
-      const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: '{"kind":', headers: { 'content-type': 'application/json' } });
+      const response = await server.request('POST', '/v1/api-keys', {
+        token: owner.token,
+        rawBody: '{"kind":',
+        headers: { 'content-type': 'application/json' },
+      });
       assertError(response, 400, 'malformed_json');
     });
 
@@ -75,7 +79,11 @@ describe('HTTP conventions shared by every endpoint', () => {
     });
 
     it('a body that is not JSON is unsupported_content_type', async () => {
-      const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: 'kind=organization', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const response = await server.request('POST', '/v1/api-keys', {
+        token: owner.token,
+        rawBody: 'kind=organization',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       assertError(response, 415, 'unsupported_content_type');
       const text = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: 'hello', headers: { 'content-type': 'text/plain' } });
       assertError(text, 415, 'unsupported_content_type');
@@ -88,11 +96,19 @@ describe('HTTP conventions shared by every endpoint', () => {
 
     it('a body over 1 MiB is body_too_large', async () => {
       const big = JSON.stringify({ ...keyBody, name: 'x'.repeat(1024 * 1024) });
-      assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: big, headers: { 'content-type': 'application/json' } }), 413, 'body_too_large');
+      assertError(
+        await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: big, headers: { 'content-type': 'application/json' } }),
+        413,
+        'body_too_large',
+      );
     });
 
     it('an unknown field is rejected, not dropped', async () => {
-      const error = assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { ...keyBody, admin: true } }), 400, 'validation_failed');
+      const error = assertError(
+        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { ...keyBody, admin: true } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/admin');
       assert.equal(error.details[0].code, 'unknown_field');
     });

@@ -74,9 +74,19 @@ describe('idempotency keys on side-effecting POSTs', () => {
     it('the same body with its keys in another order is a replay, not a reuse', async () => {
       const owner = await signUp(server);
       const key = newKey();
-      const first = await post(server, '/v1/api-keys', owner.token, key, { kind: 'organization', mode: 'live', name: 'CI', metadata: { a: 1, b: { c: 2, d: 3 } } });
+      const first = await post(server, '/v1/api-keys', owner.token, key, {
+        kind: 'organization',
+        mode: 'live',
+        name: 'CI',
+        metadata: { a: 1, b: { c: 2, d: 3 } },
+      });
       assert.equal(first.status, 201, first.text);
-      const retry = await post(server, '/v1/api-keys', owner.token, key, { metadata: { b: { d: 3, c: 2 }, a: 1 }, name: 'CI', mode: 'live', kind: 'organization' });
+      const retry = await post(server, '/v1/api-keys', owner.token, key, {
+        metadata: { b: { d: 3, c: 2 }, a: 1 },
+        name: 'CI',
+        mode: 'live',
+        kind: 'organization',
+      });
       assert.equal(retry.status, 201, retry.text);
       assert.ok(isReplay(retry));
       assert.equal(retry.body.id, first.body.id);
@@ -133,7 +143,10 @@ describe('idempotency keys on side-effecting POSTs', () => {
       assert.equal((await post(server, `/v1/api-keys/${a.id}/revoke`, owner.token, key)).status, 200);
       assertError(await post(server, `/v1/api-keys/${b.id}/revoke`, owner.token, key), 422, 'idempotency_key_reuse');
       const list = await server.request('GET', '/v1/api-keys?status=active', { token: owner.token });
-      assert.deepEqual(list.body.data.map((k: { id: string }) => k.id), [b.id]);
+      assert.deepEqual(
+        list.body.data.map((k: { id: string }) => k.id),
+        [b.id],
+      );
     });
 
     it('a key longer than 255 characters is refused with idempotency_key_invalid; 255 is accepted', async () => {
@@ -209,7 +222,10 @@ describe('idempotency keys on side-effecting POSTs', () => {
       assert.equal(inLive.status, 200, inLive.text);
       assert.equal(inTest.status, 200, inTest.text);
       assert.ok(!isReplay(inTest));
-      const [liveRetry, testRetry] = [await post(server, `/v1/api-keys/${a.id}/revoke`, live.key, key), await post(server, `/v1/api-keys/${b.id}/revoke`, test.key, key)];
+      const [liveRetry, testRetry] = [
+        await post(server, `/v1/api-keys/${a.id}/revoke`, live.key, key),
+        await post(server, `/v1/api-keys/${b.id}/revoke`, test.key, key),
+      ];
       assert.ok(isReplay(liveRetry) && isReplay(testRetry));
       assert.equal(liveRetry.body.id, a.id);
       assert.equal(testRetry.body.id, b.id);
@@ -260,18 +276,22 @@ describe('idempotency keys on side-effecting POSTs', () => {
       assert.ok(isReplay(await post(server, '/v1/api-keys', owner.token, key, ORGANIZATION_KEY)));
     });
 
-    it('50 concurrent identical requests spread over two servers on one PostgreSQL create exactly one API key', { skip: !usingPostgres && 'needs TEST_DATABASE_URL' }, async (t) => {
-      // One clock for both, as two machines kept in sync would have: the lock timeout assumes that.
-      const second = await startServer(t, { shareStore: server.testStore, clock: server.clock });
-      const owner = await signUp(server);
-      const key = newKey();
-      const responses = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => post(i % 2 === 0 ? server : second, '/v1/api-keys', owner.token, key, ORGANIZATION_KEY)),
-      );
-      await assertExactlyOneActs(responses);
-      assert.equal(await countKeys(server, owner.token), 1);
-      assert.equal(await countKeys(second, owner.token), 1);
-    });
+    it(
+      '50 concurrent identical requests spread over two servers on one PostgreSQL create exactly one API key',
+      { skip: !usingPostgres && 'needs TEST_DATABASE_URL' },
+      async (t) => {
+        // One clock for both, as two machines kept in sync would have: the lock timeout assumes that.
+        const second = await startServer(t, { shareStore: server.testStore, clock: server.clock });
+        const owner = await signUp(server);
+        const key = newKey();
+        const responses = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => post(i % 2 === 0 ? server : second, '/v1/api-keys', owner.token, key, ORGANIZATION_KEY)),
+        );
+        await assertExactlyOneActs(responses);
+        assert.equal(await countKeys(server, owner.token), 1);
+        assert.equal(await countKeys(second, owner.token), 1);
+      },
+    );
   });
 });
 
@@ -335,7 +355,10 @@ describe('idempotency route declarations and failures', () => {
   it('a route that requires the key refuses a request without one with idempotency_key_required', async (t) => {
     let runs = 0;
     const bare = await bareServer(t, (app) => {
-      app.post('/v1/sends', { config: { access: { scope: null }, idempotency: 'required' }, handler: async (_request, reply) => reply.code(201).send({ run: ++runs }) });
+      app.post('/v1/sends', {
+        config: { access: { scope: null }, idempotency: 'required' },
+        handler: async (_request, reply) => reply.code(201).send({ run: ++runs }),
+      });
     });
     const error = assertError(await bare.post('/v1/sends'), 400, 'idempotency_key_required');
     assert.equal(error.type, 'idempotency_error');

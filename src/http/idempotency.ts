@@ -89,7 +89,8 @@ export function registerIdempotency<Claim extends { readonly scope: { readonly k
       // Awaited before the response leaves, so a client that retries the moment it has its answer
       // finds the key completed rather than in flight.
       const finished = await service.finish(claim, { status: reply.statusCode, body, errorCode: errorCodeOf(reply.statusCode, body) });
-      if (finished === 'lost') request.log.warn({ idempotency_key: claim.scope.key }, 'idempotency key was taken over while this request ran; its response was not stored');
+      if (finished === 'lost')
+        request.log.warn({ idempotency_key: claim.scope.key }, 'idempotency key was taken over while this request ran; its response was not stored');
     } catch (error) {
       // The client still gets its answer; the key stays in flight until its lock times out.
       request.log.error({ err: error, idempotency_key: claim.scope.key }, 'could not record the idempotent response');
@@ -99,7 +100,8 @@ export function registerIdempotency<Claim extends { readonly scope: { readonly k
 
   app.addHook('onRoute', (route) => {
     if (!isCovered(route)) {
-      if (route.config?.idempotency) throw new Error(`route ${String(route.method)} ${route.url} declares idempotency, which only authenticated POST routes take`);
+      if (route.config?.idempotency)
+        throw new Error(`route ${String(route.method)} ${route.url} declares idempotency, which only authenticated POST routes take`);
       return;
     }
     route.preHandler = [...hooks(route.preHandler), claimKey];

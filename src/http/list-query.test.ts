@@ -34,7 +34,10 @@ describe('lists: cursor paging, time ranges and order', () => {
   it('the default is 25 items, newest first, with the list envelope', async () => {
     const list = await page('');
     assert.equal(list.object, 'list');
-    assert.deepEqual(list.data.map((k) => k.id), newestFirst());
+    assert.deepEqual(
+      list.data.map((k) => k.id),
+      newestFirst(),
+    );
     assert.equal(list.has_more, false);
     assert.equal(list.next_cursor, null);
   });
@@ -54,24 +57,42 @@ describe('lists: cursor paging, time ranges and order', () => {
   it('walking backward with before returns the preceding items, still in list order', async () => {
     const newest = newestFirst();
     const list = await page(`limit=2&before=${newest[4]}`);
-    assert.deepEqual(list.data.map((k) => k.id), [newest[2], newest[3]]);
+    assert.deepEqual(
+      list.data.map((k) => k.id),
+      [newest[2], newest[3]],
+    );
     assert.equal(list.has_more, true);
     assert.equal(list.next_cursor, newest[2]);
     const first = await page(`limit=2&before=${newest[2]}`);
-    assert.deepEqual(first.data.map((k) => k.id), [newest[0], newest[1]]);
+    assert.deepEqual(
+      first.data.map((k) => k.id),
+      [newest[0], newest[1]],
+    );
     assert.equal(first.has_more, false);
   });
 
   it('order=asc lists oldest first and pages the same way', async () => {
     const list = await page('order=asc&limit=4');
-    assert.deepEqual(list.data.map((k) => k.id), ids.slice(0, 4));
+    assert.deepEqual(
+      list.data.map((k) => k.id),
+      ids.slice(0, 4),
+    );
     const rest = await page(`order=asc&after=${list.next_cursor}`);
-    assert.deepEqual(rest.data.map((k) => k.id), ids.slice(4));
+    assert.deepEqual(
+      rest.data.map((k) => k.id),
+      ids.slice(4),
+    );
   });
 
   it('created_after and created_before bound the list by creation time', async () => {
-    assert.deepEqual((await page(`order=asc&created_after=${midpoint}`)).data.map((k) => k.id), ids.slice(4));
-    assert.deepEqual((await page(`order=asc&created_before=${midpoint}`)).data.map((k) => k.id), ids.slice(0, 4));
+    assert.deepEqual(
+      (await page(`order=asc&created_after=${midpoint}`)).data.map((k) => k.id),
+      ids.slice(4),
+    );
+    assert.deepEqual(
+      (await page(`order=asc&created_before=${midpoint}`)).data.map((k) => k.id),
+      ids.slice(0, 4),
+    );
   });
 
   describe('bad input', () => {
@@ -134,7 +155,10 @@ describe('the members and events lists', () => {
   it('members lists the organization’s people, filtered by role', async () => {
     const owner = await signUp(server);
     const members = await server.request('GET', '/v1/members', { token: owner.token });
-    assert.deepEqual(members.body.data.map((m: { id: string }) => m.id), [owner.memberId]);
+    assert.deepEqual(
+      members.body.data.map((m: { id: string }) => m.id),
+      [owner.memberId],
+    );
     assert.equal((await server.request('GET', '/v1/members?role=viewer', { token: owner.token })).body.data.length, 0);
     const one = await server.request('GET', `/v1/members/${owner.memberId}`, { token: owner.token });
     assert.equal(one.body.email, owner.email);
@@ -143,7 +167,10 @@ describe('the members and events lists', () => {
   it('sign-up writes the organization and its owner into the audit log, newest first', async () => {
     const owner = await signUp(server);
     const events = await server.request('GET', '/v1/events', { token: owner.token });
-    assert.deepEqual(events.body.data.map((e: { action: string }) => e.action), ['member.created', 'organization.created']);
+    assert.deepEqual(
+      events.body.data.map((e: { action: string }) => e.action),
+      ['member.created', 'organization.created'],
+    );
     const event = events.body.data[1];
     assert.equal(event.object, 'audit_event');
     assert.equal(event.target.id, owner.organizationId);

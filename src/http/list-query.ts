@@ -23,4 +23,3 @@ export function toPageRequest(query: ListQueryInput): PageRequest {
   }
   return { limit: query.limit ?? 25, after: query.after, before: query.before, createdAfter, createdBefore, order: query.order ?? 'desc' };
 }
-

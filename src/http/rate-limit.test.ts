@@ -33,7 +33,9 @@ function refilledSince(startedAt: number, policy: BucketPolicy): number {
 }
 
 async function oauthToken(server: TestServer, organizationId: string): Promise<{ id: string; token: string }> {
-  return server.app.store.db.transaction().execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId, clientName: 'Test client', scopes: ['messages:read'], ttlMs: HOUR }));
+  return server.app.store.db
+    .transaction()
+    .execute((trx) => server.app.services.oauthTokens.issue(trx, { organizationId, clientName: 'Test client', scopes: ['messages:read'], ttlMs: HOUR }));
 }
 
 /** `count` identical requests sent at once, the way a client exhausts a bucket. */
@@ -247,7 +249,12 @@ describe('rate limits: a token bucket per credential and per source address', ()
       const { token: oauth } = await oauthToken(server, owner.organizationId);
       const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
       const dashboard = login.body.token as string;
-      for (const [token, burst] of [[connectionKey.key, 200], [organizationKey.key, 400], [oauth, 40], [dashboard, 400]] as const) {
+      for (const [token, burst] of [
+        [connectionKey.key, 200],
+        [organizationKey.key, 400],
+        [oauth, 40],
+        [dashboard, 400],
+      ] as const) {
         const response = await server.request('GET', '/v1/identity', { token });
         assert.equal(response.status, 200);
         assert.equal(rateHeaders(response).limit, burst);
@@ -281,7 +288,10 @@ describe('rate limits: a token bucket per credential and per source address', ()
       const { token } = await oauthToken(server, owner.organizationId);
       const startedAt = performance.now();
       const responses = await all(server, 60, 'GET', '/v1/identity', { token });
-      assert.deepEqual(responses.map((response) => response.status), responses.map(() => 200));
+      assert.deepEqual(
+        responses.map((response) => response.status),
+        responses.map(() => 200),
+      );
       assert.equal(rateHeaders(responses[0]!).limit, 400);
       const left = Math.min(...responses.map((response) => rateHeaders(response).remaining));
       assertBetween(left, 340, 340 + refilledSince(startedAt, { burst: 400, perSecond: 200 }), 'remaining after 60');
@@ -369,7 +379,9 @@ describe('rate limits: a token bucket per credential and per source address', ()
     }
 
     it('when Redis cannot be reached, each process limits with its own memory buckets and nothing fails with a 500', async (t) => {
-      const server = await startServer(t, { env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '', REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_KEY_PREFIX: `${runId}-down` } });
+      const server = await startServer(t, {
+        env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '', REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_KEY_PREFIX: `${runId}-down` },
+      });
       const owner = await signUp(server);
       const { token } = await oauthToken(server, owner.organizationId);
       const responses = await all(server, 45, 'GET', '/v1/identity', { token });

@@ -64,8 +64,7 @@ export function ListOf<T extends TSchema>(item: T) {
   });
 }
 
-export const DeletedResponse = (object: string) =>
-  Type.Object({ id: Type.String(), object: Type.Literal(object), deleted: Type.Literal(true) });
+export const DeletedResponse = (object: string) => Type.Object({ id: Type.String(), object: Type.Literal(object), deleted: Type.Literal(true) });
 
 /** `expand=a,b`: at most this many relations, each one of the endpoint's own (see expand.ts). */
 export const MAX_EXPANSIONS = 4;

@@ -1,4 +1,12 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawServerDefault,
+} from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '../lib/errors.ts';
@@ -68,7 +76,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     void reply.header('x-request-id', request.id);
     for (const [name, value] of Object.entries(error.headers)) void reply.header(name, value);
     if (error.code === 'service_unavailable' && !reply.hasHeader('retry-after')) void reply.header('retry-after', retryAfter);
-    return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error, request.id, options.publicBaseUrl));
+    return reply
+      .code(error.status)
+      .type('application/json; charset=utf-8')
+      .send(errorBody(error, request.id, options.publicBaseUrl));
   };
 
   app.decorate('sendError', sendError);
@@ -116,8 +127,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
 const FASTIFY_ERRORS: Record<string, (error: FastifyError) => AppError> = {
   FST_ERR_CTP_BODY_TOO_LARGE: () => new AppError('body_too_large', `The body is larger than ${BODY_LIMIT_BYTES} bytes.`),
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
-    new AppError('unsupported_content_type', 'This endpoint takes a JSON body with Content-Type: application/json.'),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => new AppError('unsupported_content_type', 'This endpoint takes a JSON body with Content-Type: application/json.'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new AppError('malformed_json', 'The Content-Type is application/json but the body is empty.'),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new AppError('malformed_json', 'The body is not valid JSON.'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new AppError('malformed_json', 'The body is shorter or longer than its Content-Length.'),

@@ -83,10 +83,7 @@ function detailFor(error: ErrorObject | FastifySchemaValidationError, root: stri
 }
 
 /** Turns Ajv's errors into our `validation_failed` error; `param` is the first offending field. */
-export function validationError(
-  errors: ReadonlyArray<ErrorObject | FastifySchemaValidationError>,
-  dataVar: SchemaErrorDataVar,
-): AppError {
+export function validationError(errors: ReadonlyArray<ErrorObject | FastifySchemaValidationError>, dataVar: SchemaErrorDataVar): AppError {
   const root = POINTER_ROOT[dataVar];
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];

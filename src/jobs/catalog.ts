@@ -125,4 +125,17 @@ export const webhookDeliveryPurge = defineRecurringJob({ name: 'webhook_delivery
  */
 export const jobPurge = defineRecurringJob({ name: 'job.purge', ...MAINTENANCE });
 
-export const JOBS = [webhookDelivery, mailSend, providerWebhookProcess, connectionOnboard, connectionOnboardingDeadline, messageSend, conversationWindowExpiring, mediaFetch, conversationLockExpire, idempotencyKeyPurge, webhookDeliveryPurge, jobPurge] as const;
+export const JOBS = [
+  webhookDelivery,
+  mailSend,
+  providerWebhookProcess,
+  connectionOnboard,
+  connectionOnboardingDeadline,
+  messageSend,
+  conversationWindowExpiring,
+  mediaFetch,
+  conversationLockExpire,
+  idempotencyKeyPurge,
+  webhookDeliveryPurge,
+  jobPurge,
+] as const;

@@ -54,7 +54,8 @@ export interface RecurringJobDefinition extends JobDefinition<typeof SlotPayload
 
 export function defineRecurringJob(definition: Omit<RecurringJobDefinition, 'payload'>): RecurringJobDefinition {
   // The scheduler looks at the clock every poll; a period shorter than this would be a busy loop.
-  if (!Number.isInteger(definition.every) || definition.every < MINUTE) throw new Error(`job ${definition.name} recurs every ${definition.every} ms; at least a minute`);
+  if (!Number.isInteger(definition.every) || definition.every < MINUTE)
+    throw new Error(`job ${definition.name} recurs every ${definition.every} ms; at least a minute`);
   return { ...definition, payload: SlotPayload };
 }
 

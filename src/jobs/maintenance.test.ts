@@ -28,13 +28,27 @@ describe(`the queue's housekeeping (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`
 
   /** A job as some worker left it: `id` names the case, so a test can say which ones remain. */
   async function insertJob(id: string, fields: Partial<JobsTable> & Pick<JobsTable, 'status' | 'run_at'>): Promise<void> {
-    await testStore.store.db.insertInto('jobs').values({
-      id, name: Tick.name, payload: JSON.stringify({ n: serial++ }), attempts: 1, max_attempts: 1, locked_by: null, locked_until: null,
-      last_error: null, dedupe_key: null, created_at: fields.run_at, updated_at: fields.run_at, ...fields,
-    }).execute();
+    await testStore.store.db
+      .insertInto('jobs')
+      .values({
+        id,
+        name: Tick.name,
+        payload: JSON.stringify({ n: serial++ }),
+        attempts: 1,
+        max_attempts: 1,
+        locked_by: null,
+        locked_until: null,
+        last_error: null,
+        dedupe_key: null,
+        created_at: fields.run_at,
+        updated_at: fields.run_at,
+        ...fields,
+      })
+      .execute();
   }
   const remaining = async () => (await testStore.store.db.selectFrom('jobs').select('id').orderBy('id').execute()).map((row) => row.id);
-  const maintenance = (log: WorkerLog = silent) => createQueueMaintenance({ db: testStore.store.db, clock: new ManualClock(NOW), log, catalog: [Tick, jobPurge] });
+  const maintenance = (log: WorkerLog = silent) =>
+    createQueueMaintenance({ db: testStore.store.db, clock: new ManualClock(NOW), log, catalog: [Tick, jobPurge] });
 
   it('deletes succeeded jobs after 7 days and failed ones after 30, never a queued or running one', async () => {
     await insertJob('succeeded_8d', { status: 'succeeded', run_at: ago(8 * DAY) });
@@ -103,9 +117,12 @@ describe(`the queue's housekeeping (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`
     assert.equal(await worker.drain(), 2);
     assert.deepEqual(ticks, [42]);
     const jobs = await testStore.store.db.selectFrom('jobs').select(['id', 'name', 'status', 'dedupe_key']).orderBy('name').execute();
-    assert.deepEqual(jobs.map(({ name, status, dedupe_key }) => ({ name, status, dedupe_key })), [
-      { name: 'job.purge', status: 'succeeded', dedupe_key: 'job.purge@2026-07-01T12:00:00.000Z' },
-      { name: 'test.tick', status: 'succeeded', dedupe_key: null },
-    ]);
+    assert.deepEqual(
+      jobs.map(({ name, status, dedupe_key }) => ({ name, status, dedupe_key })),
+      [
+        { name: 'job.purge', status: 'succeeded', dedupe_key: 'job.purge@2026-07-01T12:00:00.000Z' },
+        { name: 'test.tick', status: 'succeeded', dedupe_key: null },
+      ],
+    );
   });
 });

@@ -27,7 +27,11 @@ export function createQueueMaintenance(deps: { db: Db; clock: Clock; log: Pick<W
   async function deleteFinished(status: keyof typeof FINISHED_JOB_RETENTION, before: string, limit: number): Promise<number> {
     const result = await db
       .deleteFrom('jobs')
-      .where('id', 'in', db.selectFrom('jobs').select('id').where('status', '=', status).where('run_at', '<', before).where('updated_at', '<', before).limit(limit))
+      .where(
+        'id',
+        'in',
+        db.selectFrom('jobs').select('id').where('status', '=', status).where('run_at', '<', before).where('updated_at', '<', before).limit(limit),
+      )
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
@@ -45,7 +49,8 @@ export function createQueueMaintenance(deps: { db: Db; clock: Clock; log: Pick<W
       for (const status of ['succeeded', 'failed'] as const) {
         const before = new Date(now - FINISHED_JOB_RETENTION[status]).toISOString();
         const result = await purgeInBatches((limit) => deleteFinished(status, before, limit), {
-          ...options, budgetMs: Math.max(0, budgetMs - (performance.now() - started)),
+          ...options,
+          budgetMs: Math.max(0, budgetMs - (performance.now() - started)),
         });
         deleted += result.deleted;
         if (!result.complete) return { deleted, complete: false };
@@ -71,7 +76,10 @@ export function createQueueMaintenance(deps: { db: Db; clock: Clock; log: Pick<W
         .execute();
       const stranded = rows.map((row) => ({ name: row.name, count: Number(row.count) }));
       for (const { name, count } of stranded) {
-        log.warn({ job: name, count }, 'queued jobs of a name this version does not know have waited over an hour: deploy a version that runs them, or delete them');
+        log.warn(
+          { job: name, count },
+          'queued jobs of a name this version does not know have waited over an hour: deploy a version that runs them, or delete them',
+        );
       }
       return stranded;
     },

@@ -9,9 +9,19 @@ import { createQueue } from './queue.ts';
 import { createWorker, type Worker, type WorkerLog } from './worker.ts';
 
 const silent = { error: () => undefined, warn: () => undefined };
-const Tick = defineJob({ name: 'test.tick', payload: Type.Object({ n: Type.Integer() }), retry: retrySchedule([5 * SECOND, 30 * SECOND], { jitter: 0 }), timeoutMs: 1000 });
+const Tick = defineJob({
+  name: 'test.tick',
+  payload: Type.Object({ n: Type.Integer() }),
+  retry: retrySchedule([5 * SECOND, 30 * SECOND], { jitter: 0 }),
+  timeoutMs: 1000,
+});
 /** A job only a newer version of the service knows. */
-const Newer = defineJob({ name: 'test.newer', payload: Type.Object({ n: Type.Integer() }), retry: retrySchedule([5 * SECOND], { jitter: 0 }), timeoutMs: 1000 });
+const Newer = defineJob({
+  name: 'test.newer',
+  payload: Type.Object({ n: Type.Integer() }),
+  retry: retrySchedule([5 * SECOND], { jitter: 0 }),
+  timeoutMs: 1000,
+});
 
 describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
@@ -35,7 +45,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     workers.push(worker);
     return { queue, worker, db: store.db };
   };
-  const statusOf = async (id: string) => (await testStore.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+  const statusOf = async (id: string) => await testStore.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   it('a job enqueued in a transaction that rolls back never exists', async () => {
     const { queue, worker, db } = setup();
@@ -105,10 +115,16 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('an attempt that outlives its time-out is aborted and retried', async () => {
     const { queue, worker, db } = setup();
     let aborted = false;
-    worker.register(Tick, (_payload, context) => new Promise<void>((resolve) => context.signal.addEventListener('abort', () => {
-      aborted = true;
-      resolve();
-    })));
+    worker.register(
+      Tick,
+      (_payload, context) =>
+        new Promise<void>((resolve) =>
+          context.signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve();
+          }),
+        ),
+    );
     const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     await worker.drain();
     assert.equal(aborted, true);
@@ -164,7 +180,10 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
 
   it('stopping hands unfinished jobs back at once, their attempt uncounted', async () => {
     const { queue, worker, db } = setup();
-    worker.register(Tick, (_payload, context) => new Promise<void>((_, reject) => context.signal.addEventListener('abort', () => reject(new Error('aborted')))));
+    worker.register(
+      Tick,
+      (_payload, context) => new Promise<void>((_, reject) => context.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    );
     const id = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 1 }));
     worker.start();
     await waitFor(async () => (await statusOf(id)).status === 'running', { message: 'the worker to claim the job' });
@@ -222,7 +241,10 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   describe('a job this worker does not know (a rolling deploy)', () => {
     it('is never claimed: it stays queued, its attempts, time and error unchanged', async () => {
       const warnings: string[] = [];
-      const { queue, worker, db } = setup({ catalog: [Tick], log: { error: () => undefined, warn: (_object: object, message: string) => void warnings.push(message) } });
+      const { queue, worker, db } = setup({
+        catalog: [Tick],
+        log: { error: () => undefined, warn: (_object: object, message: string) => void warnings.push(message) },
+      });
       const seen: number[] = [];
       worker.register(Tick, async ({ n }) => void seen.push(n));
       const unknown = await db.transaction().execute((trx) => queue.enqueue(trx, Newer, { n: 1 }));
@@ -264,11 +286,17 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
           for (let n = 40; n < 80; n++) await older.queue.enqueue(trx, n % 2 === 0 ? Tick : Newer, { n });
         });
         await Promise.all([older.worker.drain(), newer.worker.drain()]);
-        assert.ok(ranBy.older.every((run) => run.startsWith('tick')), 'the old worker ran only jobs it knows');
+        assert.ok(
+          ranBy.older.every((run) => run.startsWith('tick')),
+          'the old worker ran only jobs it knows',
+        );
         assert.equal(ranBy.newer.filter((run) => run.startsWith('newer')).length, 40);
         assert.equal(ranBy.older.length + ranBy.newer.length, 80, 'each job ran once');
         const jobs = await testStore.store.db.selectFrom('jobs').select(['status', 'attempts']).execute();
-        assert.ok(jobs.every((job) => job.status === 'succeeded' && job.attempts === 1), 'none failed, none counted twice');
+        assert.ok(
+          jobs.every((job) => job.status === 'succeeded' && job.attempts === 1),
+          'none failed, none counted twice',
+        );
       } finally {
         await Promise.all(workers.map((w) => w.stop(100)));
         workers = [];

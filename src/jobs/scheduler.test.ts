@@ -83,7 +83,10 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const after = setup();
     assert.equal(await after.worker.drain(), 1);
     assert.deepEqual(after.ran, ['2026-06-01T15:00:00.000Z']);
-    assert.deepEqual((await hourlyJobs()).map((job) => job.run_at), ['2026-06-01T10:00:00.000Z', '2026-06-01T15:00:00.000Z']);
+    assert.deepEqual(
+      (await hourlyJobs()).map((job) => job.run_at),
+      ['2026-06-01T10:00:00.000Z', '2026-06-01T15:00:00.000Z'],
+    );
   });
 
   // Several processes on one PostgreSQL each tick their own scheduler; on SQLite, a process's workers

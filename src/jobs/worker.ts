@@ -89,7 +89,9 @@ export function createWorker(options: WorkerOptions) {
       // where an OR made the store sort every due job to pick the next few.
       // A running job whose lease ran out belongs to a worker that died; it goes first.
       const expired = await dialect
-        .lockSkipLocked(trx.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).where('name', 'in', names).limit(limit))
+        .lockSkipLocked(
+          trx.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).where('name', 'in', names).limit(limit),
+        )
         .execute();
       const queued =
         expired.length < limit
@@ -117,7 +119,11 @@ export function createWorker(options: WorkerOptions) {
           attempts: sql<number>`attempts + 1`,
           updated_at: nowIso,
         })
-        .where('id', 'in', due.map((row) => row.id))
+        .where(
+          'id',
+          'in',
+          due.map((row) => row.id),
+        )
         .returningAll()
         .execute();
     });
@@ -142,7 +148,11 @@ export function createWorker(options: WorkerOptions) {
     await db
       .updateTable('jobs')
       .set({
-        status: 'queued', locked_by: null, locked_until: null, attempts: attempts - 1, updated_at: clock.now().toISOString(),
+        status: 'queued',
+        locked_by: null,
+        locked_until: null,
+        attempts: attempts - 1,
+        updated_at: clock.now().toISOString(),
         ...(runAt ? { run_at: runAt.toISOString() } : {}),
       })
       .where('id', '=', id)

@@ -9,11 +9,7 @@ export interface Relation<T> {
   load: (ids: string[]) => Promise<Map<string, unknown>>;
 }
 
-export async function embedRelations<T extends object>(
-  items: T[],
-  requested: readonly string[],
-  relations: Record<string, Relation<T>>,
-): Promise<T[]> {
+export async function embedRelations<T extends object>(items: T[], requested: readonly string[], relations: Record<string, Relation<T>>): Promise<T[]> {
   if (requested.length === 0 || items.length === 0) return items;
   const loaded = await Promise.all(
     requested.map(async (name) => {

@@ -101,7 +101,10 @@ function countingPacer(): Pacer & { asked: { key: string; perSecond: number }[] 
   };
 }
 
-function paced(provider: ScriptedProvider, options: { pacer?: Pacer; maxThrottleRetries?: number; maxThrottleWaitMs?: number; signal?: AbortSignal; sleep?: Sleep } = {}) {
+function paced(
+  provider: ScriptedProvider,
+  options: { pacer?: Pacer; maxThrottleRetries?: number; maxThrottleWaitMs?: number; signal?: AbortSignal; sleep?: Sleep } = {},
+) {
   const slept: number[] = [];
   const pacer = options.pacer ?? countingPacer();
   const wrapped = withPacing(provider as unknown as Provider & { close(): Promise<void> }, {
@@ -320,7 +323,9 @@ describe('outbound pacing: shared through Redis (TEST_REDIS_URL)', { skip: redis
   it('two pacers on one Redis together keep the one ceiling', async () => {
     const [one, two] = clients.map((redis) => createPacer({ redis, keyPrefix: prefix, slackMs: 0 }));
     const started = performance.now();
-    const released = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one! : two!).acquire('shared-pacers', 100).then(() => performance.now() - started)));
+    const released = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one! : two!).acquire('shared-pacers', 100).then(() => performance.now() - started)),
+    );
     released.sort((x, y) => x - y);
     const spanMs = released.at(-1)! - released[0]!;
     // 40 sends at 100 a second: at least 390 ms from the first to the last, whichever process sends
@@ -358,10 +363,13 @@ describe('outbound pacing: the provider wrapper', () => {
     await wrapped.getPhoneNumber(credentials);
     assert.deepEqual(sent, { providerMessageId: 'wamid.1', recipientWaId: text.to });
     assert.deepEqual(provider.calls, ['sendMessage', 'markRead', 'sendTyping', 'getPhoneNumber']);
-    assert.deepEqual((pacer as ReturnType<typeof countingPacer>).asked, Array.from({ length: 3 }, () => ({ key: 'pn_1', perSecond: 20 })));
+    assert.deepEqual(
+      (pacer as ReturnType<typeof countingPacer>).asked,
+      Array.from({ length: 3 }, () => ({ key: 'pn_1', perSecond: 20 })),
+    );
   });
 
-  it("members the wrapper does not know pass through, bound to the provider", async () => {
+  it('members the wrapper does not know pass through, bound to the provider', async () => {
     const provider = new ScriptedProvider(['ok', 'ok']);
     const { wrapped, pacer } = paced(provider);
     await wrapped.close();

@@ -37,7 +37,16 @@ export async function down(db: AnyDb): Promise<void> {
   await db.schema.dropTable('provider_webhooks').execute();
   await db.schema.dropIndex('connections_waba').execute();
   await db.schema.dropIndex('connections_phone_number').execute();
-  for (const name of ['disconnected_at', 'connected_at', 'onboarding', 'throughput_per_second', 'messaging_limit_tier', 'quality_rating', 'verified_name', 'access_token']) {
+  for (const name of [
+    'disconnected_at',
+    'connected_at',
+    'onboarding',
+    'throughput_per_second',
+    'messaging_limit_tier',
+    'quality_rating',
+    'verified_name',
+    'access_token',
+  ]) {
     await db.schema.alterTable('connections').dropColumn(name).execute();
   }
 }

@@ -10,7 +10,10 @@ type AnyDb = Kysely<any>;
  */
 export async function up(db: AnyDb): Promise<void> {
   await db.schema.alterTable('contacts').addColumn('email', 'text').execute();
-  await db.schema.alterTable('contacts').addColumn('marketing_consent', 'text', (c) => c.notNull().defaultTo('unknown')).execute();
+  await db.schema
+    .alterTable('contacts')
+    .addColumn('marketing_consent', 'text', (c) => c.notNull().defaultTo('unknown'))
+    .execute();
   await db.schema.alterTable('contacts').addColumn('marketing_consent_since', 'text').execute();
   await db.schema.alterTable('contacts').addColumn('marketing_consent_source', 'text').execute();
   await db.schema.alterTable('contacts').addColumn('deleted_at', 'text').execute();

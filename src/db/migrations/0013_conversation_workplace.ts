@@ -13,9 +13,18 @@ type AnyDb = Kysely<any>;
  * (`on delete set null`); a note's author is history, so it keeps the member id with no key.
  */
 export async function up(db: AnyDb): Promise<void> {
-  await db.schema.alterTable('conversations').addColumn('assignee_id', 'text', (c) => c.references('members.id').onDelete('set null')).execute();
-  await db.schema.alterTable('conversations').addColumn('control', 'text', (c) => c.notNull().defaultTo('api')).execute();
-  await db.schema.alterTable('conversations').addColumn('tags', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+  await db.schema
+    .alterTable('conversations')
+    .addColumn('assignee_id', 'text', (c) => c.references('members.id').onDelete('set null'))
+    .execute();
+  await db.schema
+    .alterTable('conversations')
+    .addColumn('control', 'text', (c) => c.notNull().defaultTo('api'))
+    .execute();
+  await db.schema
+    .alterTable('conversations')
+    .addColumn('tags', 'text', (c) => c.notNull().defaultTo('[]'))
+    .execute();
   // The inbox's usual questions: "assigned to me", "open ones", each a page in id order.
   await db.schema.createIndex('conversations_assignee').on('conversations').columns(['organization_id', 'assignee_id', 'id']).execute();
   await db.schema.createIndex('conversations_state').on('conversations').columns(['organization_id', 'state', 'id']).execute();

@@ -8,7 +8,10 @@ type AnyDb = Kysely<any>;
  * outbound message of the thread like any other, marked so that nobody mistakes it for one the API sent.
  */
 export async function up(db: AnyDb): Promise<void> {
-  await db.schema.alterTable('messages').addColumn('echo', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('messages')
+    .addColumn('echo', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }
 
 export async function down(db: AnyDb): Promise<void> {

@@ -49,7 +49,8 @@ function resolveScopes(kind: ApiKeyKind, requested: readonly Scope[] | undefined
   const allowed = kind === 'connection' ? CONNECTION_KEY_SCOPES : ORGANIZATION_KEY_ALLOWED_SCOPES;
   if (!requested) return [...(kind === 'connection' ? CONNECTION_KEY_SCOPES : ORGANIZATION_KEY_DEFAULT_SCOPES)];
   const index = requested.findIndex((scope) => !allowed.includes(scope));
-  if (index >= 0) throw invalidParam(`/scopes/${index}`, `is not a scope ${kind === 'organization' ? 'an organization' : 'a connection'} key can hold (${requested[index]})`);
+  if (index >= 0)
+    throw invalidParam(`/scopes/${index}`, `is not a scope ${kind === 'organization' ? 'an organization' : 'a connection'} key can hold (${requested[index]})`);
   return [...requested];
 }
 
@@ -137,7 +138,12 @@ export function createApiKeysService(deps: ApiKeysServiceDeps) {
       });
     },
 
-    async list(principal: Principal, filters: { status?: 'active' | 'revoked' | undefined }, page: PageRequest, expand: readonly string[] = []): Promise<Page<ApiKey>> {
+    async list(
+      principal: Principal,
+      filters: { status?: 'active' | 'revoked' | undefined },
+      page: PageRequest,
+      expand: readonly string[] = [],
+    ): Promise<Page<ApiKey>> {
       const keys = mapPage(await store.list(db, principal.organizationId, { ...filters, mode: principal.mode ?? undefined }, page), toApiKey);
       const data = await embedRelations(keys.data, expand, {
         connection: { key: (key) => key.connection_id, load: (ids) => connections.findMany(principal, ids) },

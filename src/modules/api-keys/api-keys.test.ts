@@ -13,7 +13,10 @@ describe('API keys', () => {
 
   describe('create', () => {
     it('an organization key is cok_<mode>_ + 32 characters, shown once, with the default scopes', async () => {
-      const response = await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'organization', mode: 'live', name: 'CRM sync', metadata: { team: 'ops' } } });
+      const response = await server.request('POST', '/v1/api-keys', {
+        token: owner.token,
+        body: { kind: 'organization', mode: 'live', name: 'CRM sync', metadata: { team: 'ops' } },
+      });
       assert.equal(response.status, 201);
       assert.match(response.body.key, /^cok_live_[0-9A-Za-z]{32}$/);
       assert.match(response.body.id, /^key_[0-9A-Z]{26}$/);
@@ -65,7 +68,11 @@ describe('API keys', () => {
 
   describe('create: refusals', () => {
     it('a connection key without a connection is validation_failed on /connection_id', async () => {
-      const error = assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live' } }), 400, 'validation_failed');
+      const error = assertError(
+        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live' } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/connection_id');
     });
 
@@ -82,7 +89,10 @@ describe('API keys', () => {
     it('a connection key cannot hold more than the connection-scoped set', async () => {
       const connection = await createConnection(server, owner);
       const error = assertError(
-        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'live', connection_id: connection.id, scopes: ['messages:read', 'keys:write'] } }),
+        await server.request('POST', '/v1/api-keys', {
+          token: owner.token,
+          body: { kind: 'connection', mode: 'live', connection_id: connection.id, scopes: ['messages:read', 'keys:write'] },
+        }),
         400,
         'validation_failed',
       );
@@ -99,9 +109,16 @@ describe('API keys', () => {
     });
 
     it('empty or repeated scopes are validation_failed', async () => {
-      assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'organization', mode: 'live', scopes: [] } }), 400, 'validation_failed');
       assertError(
-        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'organization', mode: 'live', scopes: ['usage:read', 'usage:read'] } }),
+        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'organization', mode: 'live', scopes: [] } }),
+        400,
+        'validation_failed',
+      );
+      assertError(
+        await server.request('POST', '/v1/api-keys', {
+          token: owner.token,
+          body: { kind: 'organization', mode: 'live', scopes: ['usage:read', 'usage:read'] },
+        }),
         400,
         'validation_failed',
       );
@@ -110,14 +127,21 @@ describe('API keys', () => {
     it('a test connection key for a live connection is refused; a live one for a test connection is not', async () => {
       const live = await createConnection(server, owner, { test: false });
       const test = await createConnection(server, owner, { test: true });
-      const refused = assertError(await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'test', connection_id: live.id } }), 403, 'test_key_on_live_connection');
+      const refused = assertError(
+        await server.request('POST', '/v1/api-keys', { token: owner.token, body: { kind: 'connection', mode: 'test', connection_id: live.id } }),
+        403,
+        'test_key_on_live_connection',
+      );
       assert.equal(refused.param, '/connection_id');
       // Only test keys are confined to test connections: a live key may be bound to a test connection.
       const key = await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: test.id });
       assert.match(key.key, /^csk_live_/);
       assert.equal((await server.request('GET', `/v1/connections/${test.id}`, { token: key.key })).status, 200);
       assertError(await server.request('GET', `/v1/connections/${live.id}`, { token: key.key }), 404, 'resource_not_found');
-      assert.deepEqual((await server.request('GET', '/v1/connections', { token: key.key })).body.data.map((c: { id: string }) => c.id), [test.id]);
+      assert.deepEqual(
+        (await server.request('GET', '/v1/connections', { token: key.key })).body.data.map((c: { id: string }) => c.id),
+        [test.id],
+      );
     });
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {
@@ -133,7 +157,11 @@ describe('API keys', () => {
 
     it('keys are created only from the dashboard, by owners and admins', async () => {
       const orgKey = await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['keys:write'] });
-      assertError(await server.request('POST', '/v1/api-keys', { token: orgKey.key, body: { kind: 'organization', mode: 'live' } }), 403, 'credential_kind_not_allowed');
+      assertError(
+        await server.request('POST', '/v1/api-keys', { token: orgKey.key, body: { kind: 'organization', mode: 'live' } }),
+        403,
+        'credential_kind_not_allowed',
+      );
       const agent = await addMember(server, owner.organizationId, 'agent');
       assertError(await server.request('POST', '/v1/api-keys', { token: agent.token, body: { kind: 'organization', mode: 'live' } }), 403, 'role_insufficient');
       const admin = await addMember(server, owner.organizationId, 'admin');
@@ -156,7 +184,12 @@ describe('API keys', () => {
 
     it('rotating returns a new key once, with the same kind, mode and scopes, and revokes the old', async () => {
       const connection = await createConnection(server, owner);
-      const old = await createKey(server, owner.token, { kind: 'connection', mode: 'live', connection_id: connection.id, scopes: ['messages:read', 'messages:write'] });
+      const old = await createKey(server, owner.token, {
+        kind: 'connection',
+        mode: 'live',
+        connection_id: connection.id,
+        scopes: ['messages:read', 'messages:write'],
+      });
       const rotated = await server.request('POST', `/v1/api-keys/${old.id}/rotate`, { token: owner.token });
       assert.equal(rotated.status, 200);
       assert.notEqual(rotated.body.id, old.id);

@@ -37,7 +37,8 @@ function toAuditEvent(row: AuditEventsTable): AuditEvent {
     object: 'audit_event',
     action: row.action,
     actor: { type: row.actor_type as AuditEvent['actor']['type'], id: row.actor_id },
-    credential: row.credential_type && row.credential_id ? { type: row.credential_type as NonNullable<AuditEvent['credential']>['type'], id: row.credential_id } : null,
+    credential:
+      row.credential_type && row.credential_id ? { type: row.credential_type as NonNullable<AuditEvent['credential']>['type'], id: row.credential_id } : null,
     target: { type: row.target_type, id: row.target_id },
     request_id: row.request_id,
     data: JSON.parse(row.data) as Record<string, unknown>,

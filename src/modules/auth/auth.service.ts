@@ -114,7 +114,11 @@ export function createAuthService(deps: AuthServiceDeps) {
         const session = await openSession(trx, member, organization);
         const principal = principalFor(session.body.member, session.sessionId);
         const actor = { principal, requestId };
-        await audit.record(trx, actor, { action: 'organization.created', target: { type: 'organization', id: organization.id }, data: { name: organization.name } });
+        await audit.record(trx, actor, {
+          action: 'organization.created',
+          target: { type: 'organization', id: organization.id },
+          data: { name: organization.name },
+        });
         await audit.record(trx, actor, { action: 'member.created', target: { type: 'member', id: member.id }, data: { role: member.role } });
         return session;
       });
@@ -133,10 +137,14 @@ export function createAuthService(deps: AuthServiceDeps) {
       const organization = await organizations.get(member.organization_id);
       return db.transaction().execute(async (trx) => {
         const session = await openSession(trx, member, organization);
-        await audit.record(trx, { principal: principalFor(member, session.sessionId), requestId }, {
-          action: 'session.created',
-          target: { type: 'member', id: member.id },
-        });
+        await audit.record(
+          trx,
+          { principal: principalFor(member, session.sessionId), requestId },
+          {
+            action: 'session.created',
+            target: { type: 'member', id: member.id },
+          },
+        );
         return session;
       });
     },
@@ -178,7 +186,11 @@ export function createAuthService(deps: AuthServiceDeps) {
       await db.transaction().execute(async (trx) => {
         await store.revoke(trx, session.id, clock.now().toISOString());
         if (member) {
-          await audit.record(trx, { principal: principalFor(member, session.id), requestId }, { action: 'session.revoked', target: { type: 'member', id: member.id } });
+          await audit.record(
+            trx,
+            { principal: principalFor(member, session.id), requestId },
+            { action: 'session.revoked', target: { type: 'member', id: member.id } },
+          );
         }
       });
       return session.id;

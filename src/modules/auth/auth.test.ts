@@ -53,7 +53,10 @@ describe('auth: sign-up, login, refresh, logout', () => {
       const refreshed = await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } });
       assert.equal(refreshed.status, 200);
       assert.match(refreshed.body.token, /^dtk_/);
-      const newCookie = refreshed.headers.getSetCookie().find((c) => c.startsWith('refresh_token='))!.split(';')[0]!;
+      const newCookie = refreshed.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('refresh_token='))!
+        .split(';')[0]!;
       assert.notEqual(newCookie, owner.refreshCookie);
       // The old refresh token was used up by the rotation.
       assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } }), 401, 'credential_invalid');
@@ -63,7 +66,10 @@ describe('auth: sign-up, login, refresh, logout', () => {
     it('a replaced refresh token presented after the grace ends the session for both holders', async () => {
       const owner = await signUp(server);
       const refreshed = await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } });
-      const current = refreshed.headers.getSetCookie().find((c) => c.startsWith('refresh_token='))!.split(';')[0]!;
+      const current = refreshed.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('refresh_token='))!
+        .split(';')[0]!;
       // Within the grace: another tab refreshing at the same moment, refused and nothing more.
       server.clock.advance(REFRESH_REUSE_GRACE_MS - SECOND);
       assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } }), 401, 'credential_invalid');
@@ -91,7 +97,10 @@ describe('auth: sign-up, login, refresh, logout', () => {
       const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
       await server.request('POST', '/auth/logout', { headers: { authorization: `Bearer ${login.body.token}` } });
       const events = await server.request('GET', '/v1/events', { token: owner.token });
-      assert.deepEqual(events.body.data.slice(0, 2).map((e: { action: string }) => e.action), ['session.revoked', 'session.created']);
+      assert.deepEqual(
+        events.body.data.slice(0, 2).map((e: { action: string }) => e.action),
+        ['session.revoked', 'session.created'],
+      );
     });
   });
 
@@ -116,8 +125,16 @@ describe('auth: sign-up, login, refresh, logout', () => {
   describe('errors', () => {
     it('a wrong password and an unknown email get the same answer', async () => {
       const owner = await signUp(server);
-      const wrong = assertError(await server.request('POST', '/auth/login', { body: { email: owner.email, password: 'not the password' } }), 401, 'login_failed');
-      const unknown = assertError(await server.request('POST', '/auth/login', { body: { email: 'nobody@example.com', password: 'whatever it is' } }), 401, 'login_failed');
+      const wrong = assertError(
+        await server.request('POST', '/auth/login', { body: { email: owner.email, password: 'not the password' } }),
+        401,
+        'login_failed',
+      );
+      const unknown = assertError(
+        await server.request('POST', '/auth/login', { body: { email: 'nobody@example.com', password: 'whatever it is' } }),
+        401,
+        'login_failed',
+      );
       assert.equal(wrong.message, unknown.message);
     });
 

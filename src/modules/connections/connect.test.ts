@@ -11,7 +11,13 @@ async function control(server: TestServer, path: string, body: unknown) {
 }
 
 async function eventsOf(server: TestServer, organizationId: string, type: string) {
-  const rows = await server.app.store.db.selectFrom('events').selectAll().where('organization_id', '=', organizationId).where('type', '=', type).orderBy('id').execute();
+  const rows = await server.app.store.db
+    .selectFrom('events')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('type', '=', type)
+    .orderBy('id')
+    .execute();
   return rows.map((row) => JSON.parse(row.data) as Record<string, any>);
 }
 
@@ -22,7 +28,10 @@ describe('connecting a number', () => {
   before(async () => ({ server, owner } = await startServerWithOwner(suite)));
 
   it('exchanges the code, reads the number, subscribes the app, and emits connection.connected', async () => {
-    const response = await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'any-code', name: 'Support', metadata: { team: 'eu' } } });
+    const response = await server.request('POST', '/v1/connections', {
+      token: owner.token,
+      body: { code: 'any-code', name: 'Support', metadata: { team: 'eu' } },
+    });
     assert.equal(response.status, 201, response.text);
     const connection = response.body;
     assert.match(connection.id, /^conn_/);
@@ -50,7 +59,11 @@ describe('connecting a number', () => {
     const created = await server.request('POST', '/v1/connections', { token: key.key, body: { code: 'c' } });
     assert.equal(created.status, 201, created.text);
     assert.equal(created.body.test, true);
-    const refused = assertError(await server.request('POST', '/v1/connections', { token: key.key, body: { code: 'c', test: false } }), 403, 'test_key_on_live_connection');
+    const refused = assertError(
+      await server.request('POST', '/v1/connections', { token: key.key, body: { code: 'c', test: false } }),
+      403,
+      'test_key_on_live_connection',
+    );
     assert.equal(refused.param, '/test');
   });
 
@@ -69,7 +82,8 @@ describe('connecting a number', () => {
   it('the same number cannot be connected twice', async () => {
     const connection = await createConnection(server, owner);
     const again = await server.request('POST', '/v1/connections', {
-      token: owner.token, body: { code: 'x', phone_number_id: connection.phone_number_id, waba_id: connection.waba_id },
+      token: owner.token,
+      body: { code: 'x', phone_number_id: connection.phone_number_id, waba_id: connection.waba_id },
     });
     // The sandbox creates a fresh number for every code, so naming another account's number is refused by the provider.
     assert.ok([409, 502].includes(again.status), again.text);
@@ -78,13 +92,29 @@ describe('connecting a number', () => {
   it('bad bodies are refused before the provider is called', async () => {
     const missing = assertError(await server.request('POST', '/v1/connections', { token: owner.token, body: {} }), 400, 'validation_failed');
     assert.equal(missing.param, '/code');
-    const unknown = assertError(await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', colour: 'red' } }), 400, 'validation_failed');
+    const unknown = assertError(
+      await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', colour: 'red' } }),
+      400,
+      'validation_failed',
+    );
     assert.equal(unknown.param, '/colour');
-    const pin = assertError(await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', pin: '12ab56' } }), 400, 'validation_failed');
+    const pin = assertError(
+      await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', pin: '12ab56' } }),
+      400,
+      'validation_failed',
+    );
     assert.equal(pin.param, '/pin');
-    const ids = assertError(await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', phone_number_id: '../1' } }), 400, 'validation_failed');
+    const ids = assertError(
+      await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', phone_number_id: '../1' } }),
+      400,
+      'validation_failed',
+    );
     assert.equal(ids.param, '/phone_number_id');
-    const coexistencePin = assertError(await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', coexistence: true, pin: '123456' } }), 400, 'validation_failed');
+    const coexistencePin = assertError(
+      await server.request('POST', '/v1/connections', { token: owner.token, body: { code: 'c', coexistence: true, pin: '123456' } }),
+      400,
+      'validation_failed',
+    );
     assert.equal(coexistencePin.param, '/pin');
   });
 
@@ -125,7 +155,11 @@ describe('a connected number over its life', () => {
     assert.equal((await eventsOf(server, owner.organizationId, 'connection.limit_changed')).filter((o) => o.id === connection.id).length, 1);
     const again = await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: owner.token });
     assert.equal(again.status, 200);
-    assert.equal((await eventsOf(server, owner.organizationId, 'connection.quality_changed')).filter((o) => o.id === connection.id).length, 1, 'no change, no event');
+    assert.equal(
+      (await eventsOf(server, owner.organizationId, 'connection.quality_changed')).filter((o) => o.id === connection.id).length,
+      1,
+      'no change, no event',
+    );
   });
 
   it('delete disconnects: the app is unsubscribed, the token forgotten, the record kept', async () => {
@@ -150,7 +184,11 @@ describe('a connected number over its life', () => {
     const connection = await createConnection(server, owner);
     const stranger = await signUp(server);
     for (const [method, path, body] of [
-      ['GET', '', undefined], ['PATCH', '', { name: 'x' }], ['DELETE', '', undefined], ['POST', '/sync', undefined], ['POST', '/reauthorise', { code: 'c' }],
+      ['GET', '', undefined],
+      ['PATCH', '', { name: 'x' }],
+      ['DELETE', '', undefined],
+      ['POST', '/sync', undefined],
+      ['POST', '/reauthorise', { code: 'c' }],
     ] as const) {
       assertError(await server.request(method, `/v1/connections/${connection.id}${path}`, { token: stranger.token, body }), 404, 'resource_not_found');
     }
@@ -180,7 +218,11 @@ describe('what the provider says about a connected number', () => {
     // A code for another account is refused, and the connection stays as it was.
     const other = await createConnection(server, owner);
     const foreign = await control(server, `numbers/${other.phone_number_id}/code`, {});
-    const refused = assertError(await server.request('POST', `/v1/connections/${connection.id}/reauthorise`, { token: owner.token, body: { code: foreign.code } }), 400, 'validation_failed');
+    const refused = assertError(
+      await server.request('POST', `/v1/connections/${connection.id}/reauthorise`, { token: owner.token, body: { code: foreign.code } }),
+      400,
+      'validation_failed',
+    );
     assert.equal(refused.param, '/code');
     assert.equal((await get(connection.id)).status, 'needs_reauth');
 
@@ -191,7 +233,7 @@ describe('what the provider says about a connected number', () => {
     assert.equal((await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: owner.token })).status, 200);
   });
 
-  it("a quality webhook makes the service read the number again, and emits what moved", async () => {
+  it('a quality webhook makes the service read the number again, and emits what moved', async () => {
     const connection = await createConnection(server, owner);
     await control(server, 'quality', { phone_number_id: connection.phone_number_id, quality_rating: 'RED' });
     await settle(server);
@@ -216,14 +258,32 @@ describe('what the provider says about a connected number', () => {
     const connection = await createConnection(server, owner, { coexistence: true });
     await settle(server);
     assert.equal((await get(connection.id)).onboarding.status, 'importing');
-    const thread = (user: string, text: string) => ({ user, messages: [{ direction: 'inbound', text, timestamp: 1_770_000_000 }, { direction: 'outbound', text: `re: ${text}`, status: 'READ', timestamp: 1_770_000_100 }] });
+    const thread = (user: string, text: string) => ({
+      user,
+      messages: [
+        { direction: 'inbound', text, timestamp: 1_770_000_000 },
+        { direction: 'outbound', text: `re: ${text}`, status: 'READ', timestamp: 1_770_000_100 },
+      ],
+    });
     // Out of order: the later chunk first.
-    await control(server, 'history', { phone_number_id: connection.phone_number_id, phase: 1, chunk_order: 2, progress: 60, threads: [thread('447700900001', 'older')] });
+    await control(server, 'history', {
+      phone_number_id: connection.phone_number_id,
+      phase: 1,
+      chunk_order: 2,
+      progress: 60,
+      threads: [thread('447700900001', 'older')],
+    });
     await settle(server);
     let state = await get(connection.id);
     assert.equal(state.onboarding.progress, 60);
     assert.equal(state.onboarding.messages_imported, 2);
-    await control(server, 'history', { phone_number_id: connection.phone_number_id, phase: 0, chunk_order: 1, progress: 30, threads: [thread('447700900002', 'recent')] });
+    await control(server, 'history', {
+      phone_number_id: connection.phone_number_id,
+      phase: 0,
+      chunk_order: 1,
+      progress: 30,
+      threads: [thread('447700900002', 'recent')],
+    });
     await settle(server);
     state = await get(connection.id);
     assert.equal(state.onboarding.progress, 60, 'progress never goes back');
@@ -242,7 +302,10 @@ describe('what the provider says about a connected number', () => {
     const received = (await eventsOf(server, owner.organizationId, 'message.received')).filter((o) => o.connection_id === connection.id);
     assert.equal(received.length, 0, 'imported history triggers no message event');
     const conversations = await server.app.store.db.selectFrom('conversations').selectAll().where('connection_id', '=', connection.id).execute();
-    assert.ok(conversations.every((conversation) => conversation.last_inbound_at === null), 'imported history opens no window');
+    assert.ok(
+      conversations.every((conversation) => conversation.last_inbound_at === null),
+      'imported history opens no window',
+    );
   });
 
   it('a declined history share fails the onboarding', async () => {
@@ -272,7 +335,8 @@ describe("a connection's templates", () => {
   let owner: SignedUp;
   const suite = suiteScope();
   before(async () => ({ server, owner } = await startServerWithOwner(suite)));
-  const templatesOf = (connectionId: string) => server.app.store.db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).orderBy('name').execute();
+  const templatesOf = (connectionId: string) =>
+    server.app.store.db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).orderBy('name').execute();
 
   it('sync records the account’s templates; the provider’s review is template.status_changed; one gone is deleted', async () => {
     const connection = await createConnection(server, owner);
@@ -280,13 +344,24 @@ describe("a connection's templates", () => {
     // A template made at the provider itself, through the runtime surface.
     const created = await server.request('POST', `/runtime/v24.0/${connection.waba_id}/message_templates`, {
       token: key.key,
-      body: { name: 'order_ready', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Your order {{1}} is ready', example: { body_text: [['A-1']] } }] },
+      body: {
+        name: 'order_ready',
+        language: 'en_US',
+        category: 'UTILITY',
+        components: [{ type: 'BODY', text: 'Your order {{1}} is ready', example: { body_text: [['A-1']] } }],
+      },
     });
     assert.equal(created.status, 200, created.text);
 
     assert.equal((await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: owner.token })).status, 200);
     let rows = await templatesOf(connection.id);
-    assert.deepEqual(rows.map((row) => [row.name, row.status]), [['hello_world', 'approved'], ['order_ready', 'pending']]);
+    assert.deepEqual(
+      rows.map((row) => [row.name, row.status]),
+      [
+        ['hello_world', 'approved'],
+        ['order_ready', 'pending'],
+      ],
+    );
     const body = (JSON.parse(rows[1]!.components) as { type: string; text?: string }[]).find((component) => component.type === 'body');
     assert.equal(body?.text, 'Your order {{1}} is ready');
 
@@ -295,7 +370,10 @@ describe("a connection's templates", () => {
     rows = await templatesOf(connection.id);
     assert.equal(rows[1]!.status, 'approved');
     const changed = (await eventsOf(server, owner.organizationId, 'template.status_changed')).filter((t) => t.connection_id === connection.id);
-    assert.deepEqual(changed.map((t) => [t.name, t.status]), [['order_ready', 'approved']]);
+    assert.deepEqual(
+      changed.map((t) => [t.name, t.status]),
+      [['order_ready', 'approved']],
+    );
     assert.match(changed[0]!.id, /^tpl_/);
 
     const removed = await server.request('DELETE', `/runtime/v24.0/${connection.waba_id}/message_templates?name=order_ready`, { token: key.key });

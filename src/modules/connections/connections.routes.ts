@@ -29,7 +29,8 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
   app.post('/v1/connections', {
     config: { access: manage },
     schema: { tags, summary: 'Connect a number with a signup code', body: ConnectBody, response: { 201: ConnectionSchema } },
-    handler: async (request, reply) => reply.code(201).send(await service.connect({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
+    handler: async (request, reply) =>
+      reply.code(201).send(await service.connect({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
   });
 
   app.get('/v1/connections/:id', {
@@ -40,7 +41,13 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
 
   app.patch('/v1/connections/:id', {
     config: { access: write },
-    schema: { tags, summary: "Update a connection's name or metadata", params: PathId('connection'), body: UpdateConnectionBody, response: { 200: ConnectionSchema } },
+    schema: {
+      tags,
+      summary: "Update a connection's name or metadata",
+      params: PathId('connection'),
+      body: UpdateConnectionBody,
+      response: { 200: ConnectionSchema },
+    },
     handler: async (request) => service.update({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
   });
 
@@ -68,7 +75,13 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
 
   app.post('/v1/connections/:id/reauthorise', {
     config: { access: manage },
-    schema: { tags, summary: 'Re-authorise a connection with a new signup code', params: PathId('connection'), body: ReauthoriseBody, response: { 200: ConnectionSchema } },
+    schema: {
+      tags,
+      summary: 'Re-authorise a connection with a new signup code',
+      params: PathId('connection'),
+      body: ReauthoriseBody,
+      response: { 200: ConnectionSchema },
+    },
     handler: async (request) => service.reauthorise({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
   });
 }

@@ -28,9 +28,13 @@ export const ConnectionSchema = Type.Object({
   object: Type.Literal('connection'),
   name: Nullable(Type.String()),
   status: Type.Enum(CONNECTION_STATUSES, {
-    description: '`needs_reauth`: the provider no longer accepts the stored token; `POST .../reauthorise` with a new code. `disconnected`: deleted; kept for its history.',
+    description:
+      '`needs_reauth`: the provider no longer accepts the stored token; `POST .../reauthorise` with a new code. `disconnected`: deleted; kept for its history.',
   }),
-  test: Type.Boolean({ description: 'A test connection takes test keys as well as live ones (a test key takes test connections only); its traffic is never counted as usage, whichever key sent it.' }),
+  test: Type.Boolean({
+    description:
+      'A test connection takes test keys as well as live ones (a test key takes test connections only); its traffic is never counted as usage, whichever key sent it.',
+  }),
   coexistence: Type.Boolean({ description: "The number is also used from the owner's business messaging app." }),
   phone_number_id: Type.String(),
   waba_id: Type.String(),
@@ -48,14 +52,15 @@ export const ConnectionSchema = Type.Object({
 });
 export type Connection = Static<typeof ConnectionSchema>;
 
-
 const ProviderId = (what: string) => Type.String({ pattern: '^[0-9]{1,32}$', description: `The provider's ${what} id (digits).` });
 
 export const ConnectBody = Strict({
   code: Type.String({ minLength: 1, maxLength: 2048, description: 'The code Embedded Signup handed to the browser; the sandbox accepts any.' }),
   phone_number_id: Type.Optional(ProviderId('phone number')),
   waba_id: Type.Optional(ProviderId('business account')),
-  pin: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', description: 'Registers the number with this two-step verification PIN (not for coexistence numbers).' })),
+  pin: Type.Optional(
+    Type.String({ pattern: '^[0-9]{6}$', description: 'Registers the number with this two-step verification PIN (not for coexistence numbers).' }),
+  ),
   test: Type.Optional(Type.Boolean()),
   coexistence: Type.Optional(Type.Boolean()),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),

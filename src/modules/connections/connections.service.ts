@@ -12,7 +12,14 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { mergeMetadata } from '../../lib/metadata.ts';
-import { isProviderError, providerErrorToAppError, type PhoneNumberInfo, type Provider, type ProviderCredentials, type ProviderError } from '../../provider/provider.ts';
+import {
+  isProviderError,
+  providerErrorToAppError,
+  type PhoneNumberInfo,
+  type Provider,
+  type ProviderCredentials,
+  type ProviderError,
+} from '../../provider/provider.ts';
 import { THROUGHPUT_PER_SECOND } from '../../provider/pacing.ts';
 import type { AuditEventsService, SystemActor } from '../audit-events/index.ts';
 import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
@@ -151,7 +158,9 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
       throw new AppError('connection_inactive', 'The connection has no provider access: it was disconnected.');
     }
     return {
-      accessToken: secrets.open(row.access_token), phoneNumberId: row.phone_number_id, wabaId: row.waba_id,
+      accessToken: secrets.open(row.access_token),
+      phoneNumberId: row.phone_number_id,
+      wabaId: row.waba_id,
       messagesPerSecond: row.throughput_per_second ?? THROUGHPUT_PER_SECOND.standard,
     };
   }
@@ -262,7 +271,8 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
       // Reading the number first proves the token reaches it before anything is changed at the provider.
       const info = await callProvider(undefined, () => provider.getPhoneNumber(credentials));
       const serving = await store.findServing(db, phoneNumberId);
-      if (serving) throw new AppError('resource_exists', 'This number is already connected.', { param: input.phone_number_id === undefined ? null : '/phone_number_id' });
+      if (serving)
+        throw new AppError('resource_exists', 'This number is already connected.', { param: input.phone_number_id === undefined ? null : '/phone_number_id' });
       if (input.pin !== undefined) await callProvider(undefined, () => provider.registerNumber(credentials, input.pin!));
       await callProvider(undefined, () => provider.subscribeApp(credentials));
 
@@ -281,8 +291,14 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
         access_token: secrets.seal(exchanged.accessToken),
         onboarding: coexistence
           ? JSON.stringify({
-              status: 'pending', progress: 0, messages_imported: 0, started_at: now, completed_at: null, failure_reason: null,
-              contacts_requested: false, history_requested: false,
+              status: 'pending',
+              progress: 0,
+              messages_imported: 0,
+              started_at: now,
+              completed_at: null,
+              failure_reason: null,
+              contacts_requested: false,
+              history_requested: false,
             } satisfies StoredOnboarding)
           : null,
         connected_at: now,
@@ -294,13 +310,22 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
         // Two connects of one number can race past the check above; the second loses here.
         if (await store.findServing(trx, phoneNumberId)) throw new AppError('resource_exists', 'This number is already connected.');
         await store.insert(trx, row);
-        await audit.record(trx, actor, { action: 'connection.connected', target: { type: 'connection', id: row.id }, data: { phone_number_id: phoneNumberId, test, coexistence } });
+        await audit.record(trx, actor, {
+          action: 'connection.connected',
+          target: { type: 'connection', id: row.id },
+          data: { phone_number_id: phoneNumberId, test, coexistence },
+        });
         if (coexistence) {
           await queue.enqueue(trx, connectionOnboard, { connection_id: row.id });
-          await queue.enqueue(trx, connectionOnboardingDeadline, { connection_id: row.id }, {
-            runAt: new Date(clock.now().getTime() + ONBOARDING_DEADLINE_MS),
-            dedupeKey: `onboarding-deadline:${row.id}`,
-          });
+          await queue.enqueue(
+            trx,
+            connectionOnboardingDeadline,
+            { connection_id: row.id },
+            {
+              runAt: new Date(clock.now().getTime() + ONBOARDING_DEADLINE_MS),
+              dedupeKey: `onboarding-deadline:${row.id}`,
+            },
+          );
         }
         return emit(trx, 'connection.connected', row);
       });
@@ -350,7 +375,8 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     /** Exchanges a new signup code for the same number, and reconnects a connection that needs it. */
     async reauthorise(actor: Actor, id: string, input: ReauthoriseInput): Promise<Connection> {
       const row = await getRow(db, actor.principal, id);
-      if (row.status === 'disconnected') throw new AppError('connection_inactive', 'A disconnected connection cannot be re-authorised; connect the number again.');
+      if (row.status === 'disconnected')
+        throw new AppError('connection_inactive', 'A disconnected connection cannot be re-authorised; connect the number again.');
       const exchanged = await callProvider(undefined, () => provider.exchangeCode(input.code));
       if (exchanged.wabaId !== undefined && exchanged.wabaId !== row.waba_id) {
         throw invalidParam('/code', 'grants another business account than this connection’s');
@@ -419,21 +445,27 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     /** The connection serving a number, for the provider's webhooks: at most one is not disconnected. */
     async findServing(executor: Db, phoneNumberId: string): Promise<ServingConnection | undefined> {
       const row = await store.findServing(executor, phoneNumberId);
-      return row && {
-        id: row.id,
-        organizationId: row.organization_id,
-        test: toBoolean(row.test),
-        coexistence: toBoolean(row.coexistence),
-        phoneNumberId,
-        displayPhoneNumber: row.display_phone_number,
-      };
+      return (
+        row && {
+          id: row.id,
+          organizationId: row.organization_id,
+          test: toBoolean(row.test),
+          coexistence: toBoolean(row.coexistence),
+          phoneNumberId,
+          displayPhoneNumber: row.display_phone_number,
+        }
+      );
     },
 
     /** The connections serving a business account's numbers, for the provider's account-wide webhooks. */
     async findServingAccount(executor: Db, wabaId: string): Promise<ServingConnection[]> {
       return (await store.findServingAccount(executor, wabaId)).map((row) => ({
-        id: row.id, organizationId: row.organization_id, test: toBoolean(row.test), coexistence: toBoolean(row.coexistence),
-        phoneNumberId: row.phone_number_id ?? '', displayPhoneNumber: row.display_phone_number,
+        id: row.id,
+        organizationId: row.organization_id,
+        test: toBoolean(row.test),
+        coexistence: toBoolean(row.coexistence),
+        phoneNumberId: row.phone_number_id ?? '',
+        displayPhoneNumber: row.display_phone_number,
       }));
     },
 
@@ -457,7 +489,11 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
         for (const row of await store.findServingAccount(trx, wabaId)) {
           const next = await change(trx, row, { status: 'disconnected', access_token: null, disconnected_at: clock.now().toISOString() });
           await queue.cancel(trx, `onboarding-deadline:${row.id}`);
-          await audit.record(trx, system(row), { action: 'connection.disconnected', target: { type: 'connection', id: row.id }, data: { provider_event: event } });
+          await audit.record(trx, system(row), {
+            action: 'connection.disconnected',
+            target: { type: 'connection', id: row.id },
+            data: { provider_event: event },
+          });
           await emit(trx, 'connection.disconnected', next);
         }
       });
@@ -491,7 +527,11 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
     },
 
     /** One chunk of imported history arrived (its messages already stored in `trx`). */
-    async historyImported(trx: Trx, connectionId: string, chunk: { progress: number | undefined; messages: number; failure: string | undefined }): Promise<void> {
+    async historyImported(
+      trx: Trx,
+      connectionId: string,
+      chunk: { progress: number | undefined; messages: number; failure: string | undefined },
+    ): Promise<void> {
       const row = await store.findById(trx, connectionId);
       if (!row || row.onboarding === null) return;
       const before = JSON.parse(row.onboarding) as StoredOnboarding;

@@ -22,12 +22,18 @@ describe('connections', () => {
   it('update changes the name, merges metadata, removes keys set to null, and is audited', async () => {
     const connection = await createConnection(server, owner);
     await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { metadata: { a: 1, b: 2 } } });
-    const response = await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { name: 'Sales', metadata: { b: null, c: 3 } } });
+    const response = await server.request('PATCH', `/v1/connections/${connection.id}`, {
+      token: owner.token,
+      body: { name: 'Sales', metadata: { b: null, c: 3 } },
+    });
     assert.equal(response.status, 200);
     assert.equal(response.body.name, 'Sales');
     assert.deepEqual(response.body.metadata, { a: 1, c: 3 });
     const events = await server.request('GET', `/v1/events?target_id=${connection.id}`, { token: owner.token });
-    assert.deepEqual(events.body.data.map((event: { action: string }) => event.action), ['connection.updated', 'connection.updated', 'connection.connected']);
+    assert.deepEqual(
+      events.body.data.map((event: { action: string }) => event.action),
+      ['connection.updated', 'connection.updated', 'connection.connected'],
+    );
   });
 
   it('a connection key may read its connection, and may not update it without connections:write', async () => {
@@ -47,7 +53,11 @@ describe('connections', () => {
   it('metadata over 50 keys is refused', async () => {
     const connection = await createConnection(server, owner);
     const metadata = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i]));
-    const error = assertError(await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { metadata } }), 400, 'validation_failed');
+    const error = assertError(
+      await server.request('PATCH', `/v1/connections/${connection.id}`, { token: owner.token, body: { metadata } }),
+      400,
+      'validation_failed',
+    );
     assert.equal(error.param, '/metadata');
   });
 

@@ -35,7 +35,8 @@ export function registerContactsRoutes(app: HttpServer, service: ContactsService
   app.post('/v1/contacts', {
     config: { access: write },
     schema: { tags, summary: 'Create a contact', body: CreateContactBody, response: { 201: ContactSchema } },
-    handler: async (request, reply) => reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
+    handler: async (request, reply) =>
+      reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
   });
 
   app.get('/v1/contacts/:id', {
@@ -46,21 +47,35 @@ export function registerContactsRoutes(app: HttpServer, service: ContactsService
 
   app.patch('/v1/contacts/:id', {
     config: { access: write },
-    schema: { tags, summary: "Update a contact's name, email or metadata", params: PathId('contact'), body: UpdateContactBody, response: { 200: ContactSchema } },
+    schema: {
+      tags,
+      summary: "Update a contact's name, email or metadata",
+      params: PathId('contact'),
+      body: UpdateContactBody,
+      response: { 200: ContactSchema },
+    },
     handler: async (request) => service.update({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
   });
 
   app.delete('/v1/contacts/:id', {
     config: { access: write },
-    schema: { tags, summary: 'Delete a contact (its number is free for a new one; its opt-out is remembered)', params: PathId('contact'), response: { 200: DeletedResponse('contact') } },
+    schema: {
+      tags,
+      summary: 'Delete a contact (its number is free for a new one; its opt-out is remembered)',
+      params: PathId('contact'),
+      response: { 200: DeletedResponse('contact') },
+    },
     handler: async (request) => service.delete({ principal: requirePrincipal(request), requestId: request.id }, request.params.id),
   });
 
   app.post('/v1/contacts/:id/merge', {
     config: { access: write },
     schema: {
-      tags, summary: 'Merge another contact into this one: its conversations, messages and consent records move here, and it is deleted',
-      params: PathId('contact'), body: MergeContactBody, response: { 200: ContactSchema },
+      tags,
+      summary: 'Merge another contact into this one: its conversations, messages and consent records move here, and it is deleted',
+      params: PathId('contact'),
+      body: MergeContactBody,
+      response: { 200: ContactSchema },
     },
     handler: async (request) => service.merge({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
   });
@@ -68,21 +83,36 @@ export function registerContactsRoutes(app: HttpServer, service: ContactsService
   app.get('/v1/contacts/:id/window', {
     config: { access: read },
     schema: {
-      tags, summary: 'The 24-hour customer service window with one connection: whether free-form messages may be sent, and until when',
-      params: PathId('contact'), querystring: ContactWindowQuery, response: { 200: ContactWindowSchema },
+      tags,
+      summary: 'The 24-hour customer service window with one connection: whether free-form messages may be sent, and until when',
+      params: PathId('contact'),
+      querystring: ContactWindowQuery,
+      response: { 200: ContactWindowSchema },
     },
     handler: async (request) => service.window(requirePrincipal(request), request.params.id, request.query.connection_id),
   });
 
   app.post('/v1/contacts/:id/consent', {
     config: { access: write },
-    schema: { tags, summary: 'Record an opt-in or opt-out; answers the contact', params: PathId('contact'), body: RecordConsentBody, response: { 200: ContactSchema } },
+    schema: {
+      tags,
+      summary: 'Record an opt-in or opt-out; answers the contact',
+      params: PathId('contact'),
+      body: RecordConsentBody,
+      response: { 200: ContactSchema },
+    },
     handler: async (request) => service.recordConsent({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
   });
 
   app.get('/v1/contacts/:id/consent', {
     config: { access: read },
-    schema: { tags, summary: "A contact's consent records, every one kept", params: PathId('contact'), querystring: ContactConsentListQuery, response: { 200: ContactConsentListSchema } },
+    schema: {
+      tags,
+      summary: "A contact's consent records, every one kept",
+      params: PathId('contact'),
+      querystring: ContactConsentListQuery,
+      response: { 200: ContactConsentListSchema },
+    },
     handler: async (request) => service.listConsents(requirePrincipal(request), request.params.id, toPageRequest(request.query)),
   });
 }

@@ -1,7 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 
-
 /** E.164: a `+`, a country code that does not start with 0, at most 15 digits in all. */
 export const E164_PATTERN = '^\\+[1-9][0-9]{6,14}$';
 
@@ -61,16 +60,20 @@ export type UpdateContactInput = Static<typeof UpdateContactBody>;
 
 export const ContactListQuery = ListQuery({
   // A `+` left unencoded in a query string arrives as a space: it is read as the `+` it was.
-  phone_number: Type.Optional(Type.String({
-    pattern: '^[+ ][1-9][0-9]{6,14}$',
-    description: 'Only the contact with this E.164 number. Encode the `+` as `%2B` (an unencoded `+` arrives as a space, which is read as `+`).',
-  })),
+  phone_number: Type.Optional(
+    Type.String({
+      pattern: '^[+ ][1-9][0-9]{6,14}$',
+      description: 'Only the contact with this E.164 number. Encode the `+` as `%2B` (an unencoded `+` arrives as a space, which is read as `+`).',
+    }),
+  ),
 });
 export const ContactListSchema = ListOf(ContactSchema);
 
 export const RecordConsentBody = Strict({
   status: Type.Enum(CONSENT_STATUSES),
-  topic: Type.Optional(Type.Enum(CONSENT_TOPICS, { default: 'marketing', description: 'What the consent is for; `marketing` (the default) is the only topic today.' })),
+  topic: Type.Optional(
+    Type.Enum(CONSENT_TOPICS, { default: 'marketing', description: 'What the consent is for; `marketing` (the default) is the only topic today.' }),
+  ),
   source: Type.String({ minLength: 1, maxLength: 100, description: 'Where the consent was given: `web_form`, `keyword`, `agent`, ...' }),
   recorded_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the customer gave it (ISO 8601); default now; never in the future.' })),
 });
@@ -97,13 +100,17 @@ export const MergeContactBody = Strict({
 export type MergeContactInput = Static<typeof MergeContactBody>;
 
 export const ContactWindowQuery = Strict({
-  connection_id: Type.Optional(Id('connection', 'The number whose window to answer for; default: the one the contact last wrote to (a connection key: its own).')),
+  connection_id: Type.Optional(
+    Id('connection', 'The number whose window to answer for; default: the one the contact last wrote to (a connection key: its own).'),
+  ),
 });
 
 export const ContactWindowSchema = Type.Object({
   object: Type.Literal('window'),
   contact_id: Id('contact'),
-  connection_id: Nullable(Id('connection'), { description: 'The number the window is with; null when none was named and the contact never wrote to one the credential sees.' }),
+  connection_id: Nullable(Id('connection'), {
+    description: 'The number the window is with; null when none was named and the contact never wrote to one the credential sees.',
+  }),
   open: Type.Boolean({ description: 'Whether free-form messages may be sent: the customer wrote here less than 24 hours ago (imported history aside).' }),
   last_inbound_at: Nullable(Timestamp, { description: "The customer's last message on this connection; null if they never wrote." }),
   expires_at: Nullable(Timestamp, { description: '`last_inbound_at` plus 24 hours: when the window closes, or closed.' }),

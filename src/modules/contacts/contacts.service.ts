@@ -44,7 +44,11 @@ function toContact(row: ContactsTable): Contact {
 }
 
 /** The contact as the `contact.updated` that deletes it shows it, and as it was just before. */
-function deletion(before: ContactsTable, after: ContactsTable, mergedInto: string | null): { object: DeletedContact; previousAttributes: Record<string, unknown> } {
+function deletion(
+  before: ContactsTable,
+  after: ContactsTable,
+  mergedInto: string | null,
+): { object: DeletedContact; previousAttributes: Record<string, unknown> } {
   const object: DeletedContact = { ...toContact(after), deleted: true, merged_into: mergedInto };
   return { object, previousAttributes: changedAttributes({ ...toContact(before), deleted: false, merged_into: null }, object) };
 }
@@ -79,7 +83,8 @@ export function createContactsService(deps: ContactsServiceDeps) {
   const { db, store, clock, events, audit, conversations, connections } = deps;
 
   /** `param` names the field that held the id when it is not the path's own. */
-  const missing = (id: string, param: string | undefined) => (param ? new AppError('resource_not_found', `No such contact: ${id}.`, { param }) : notFound('contact'));
+  const missing = (id: string, param: string | undefined) =>
+    param ? new AppError('resource_not_found', `No such contact: ${id}.`, { param }) : notFound('contact');
 
   async function getRow(executor: Db, principal: Principal, id: string, param?: string): Promise<ContactsTable> {
     const row = await store.find(executor, principal.organizationId, id);
@@ -98,7 +103,17 @@ export function createContactsService(deps: ContactsServiceDeps) {
    * if it had one, so deleting a contact never makes a number that opted out reachable again. The
    * row is inserted only if no live contact holds the number; answers null when one does.
    */
-  async function insertNew(trx: Trx, input: { organizationId: string; phoneNumber: string; name: string | null; email: string | null; profileName: string | null; metadata: Record<string, unknown> }): Promise<ContactsTable | null> {
+  async function insertNew(
+    trx: Trx,
+    input: {
+      organizationId: string;
+      phoneNumber: string;
+      name: string | null;
+      email: string | null;
+      profileName: string | null;
+      metadata: Record<string, unknown>;
+    },
+  ): Promise<ContactsTable | null> {
     const now = clock.now();
     const deleted = await store.findLastDeleted(trx, input.organizationId, input.phoneNumber);
     const optedOut = deleted?.marketing_consent === 'opted_out' ? deleted : undefined;
@@ -146,7 +161,8 @@ export function createContactsService(deps: ContactsServiceDeps) {
     const changes = { ...ERASED, deleted_at: now, updated_at: now };
     await store.update(trx, row.id, changes);
     await audit.record(trx, actor, {
-      action: 'contact.deleted', target: { type: 'contact', id: row.id },
+      action: 'contact.deleted',
+      target: { type: 'contact', id: row.id },
       data: { phone_number: row.phone_number, ...(mergedInto ? { merged_into: mergedInto } : {}) },
     });
     const { object, previousAttributes } = deletion(row, { ...row, ...changes }, mergedInto);
@@ -158,7 +174,12 @@ export function createContactsService(deps: ContactsServiceDeps) {
       const { organizationId } = actor.principal;
       return db.transaction().execute(async (trx) => {
         const row = await insertNew(trx, {
-          organizationId, phoneNumber: input.phone_number, name: input.name ?? null, email: input.email ?? null, profileName: null, metadata: input.metadata ?? {},
+          organizationId,
+          phoneNumber: input.phone_number,
+          name: input.name ?? null,
+          email: input.email ?? null,
+          profileName: null,
+          metadata: input.metadata ?? {},
         });
         if (!row) {
           const existing = await store.findByPhoneNumber(trx, organizationId, input.phone_number);
@@ -222,7 +243,10 @@ export function createContactsService(deps: ContactsServiceDeps) {
         const after = toContact(next);
         await audit.record(trx, actor, { action: 'contact.updated', target: { type: 'contact', id }, data: { fields: Object.keys(changed) } });
         await events.emit(trx, {
-          type: 'contact.updated', organizationId: row.organization_id, connectionId: null, object: after,
+          type: 'contact.updated',
+          organizationId: row.organization_id,
+          connectionId: null,
+          object: after,
           previousAttributes: changedAttributes(before, after),
         });
         return after;
@@ -256,7 +280,11 @@ export function createContactsService(deps: ContactsServiceDeps) {
         const source = locked.get(sourceId)!;
         const metadata = { ...(JSON.parse(source.metadata) as Record<string, unknown>), ...(JSON.parse(survivor.metadata) as Record<string, unknown>) };
         if (Object.keys(metadata).length > METADATA_MAX_KEYS) {
-          throw invalidParam('/source_contact_id', `cannot be merged: the two contacts' metadata would hold more than ${METADATA_MAX_KEYS} keys; remove some from one of them first`, 'too_many');
+          throw invalidParam(
+            '/source_contact_id',
+            `cannot be merged: the two contacts' metadata would hold more than ${METADATA_MAX_KEYS} keys; remove some from one of them first`,
+            'too_many',
+          );
         }
 
         const moved = await conversations.mergeContact(trx, { organizationId: survivor.organization_id, sourceContactId: sourceId, survivorContactId: id });
@@ -264,8 +292,12 @@ export function createContactsService(deps: ContactsServiceDeps) {
         const latest = await store.findLatestConsent(trx, id, 'marketing');
         const status = latest?.status ?? 'unknown';
         // Each contact's summary already describes its own latest record: the one whose record won is kept whole.
-        const consent = status === survivor.marketing_consent ? survivor : status === source.marketing_consent ? source
-          : { marketing_consent: status, marketing_consent_since: latest?.recorded_at ?? null, marketing_consent_source: latest?.source ?? null };
+        const consent =
+          status === survivor.marketing_consent
+            ? survivor
+            : status === source.marketing_consent
+              ? source
+              : { marketing_consent: status, marketing_consent_since: latest?.recorded_at ?? null, marketing_consent_source: latest?.source ?? null };
         const changes = {
           name: survivor.name ?? source.name,
           email: survivor.email ?? source.email,
@@ -284,10 +316,15 @@ export function createContactsService(deps: ContactsServiceDeps) {
         // Even when no field changed the merge is announced: the contact's history grew.
         const previousAttributes = changedAttributes(before, after);
         await audit.record(trx, actor, {
-          action: 'contact.merged', target: { type: 'contact', id },
+          action: 'contact.merged',
+          target: { type: 'contact', id },
           data: {
-            source_contact_id: sourceId, fields: Object.keys(previousAttributes).filter((field) => field !== 'updated_at'),
-            consents_moved: consentsMoved, conversations_moved: moved.conversationsMoved, conversations_folded: moved.conversationsFolded, messages_moved: moved.messagesMoved,
+            source_contact_id: sourceId,
+            fields: Object.keys(previousAttributes).filter((field) => field !== 'updated_at'),
+            consents_moved: consentsMoved,
+            conversations_moved: moved.conversationsMoved,
+            conversations_folded: moved.conversationsFolded,
+            messages_moved: moved.messagesMoved,
           },
         });
         await events.emit(trx, { type: 'contact.updated', organizationId: survivor.organization_id, connectionId: null, object: after, previousAttributes });
@@ -306,12 +343,17 @@ export function createContactsService(deps: ContactsServiceDeps) {
       const contact = await getRow(db, principal, id);
       if (connectionId !== undefined) await connections.getForReference(db, principal, connectionId, '/query/connection_id');
       const asked = connectionId ?? principal.connectionId;
-      const window = asked === null
-        ? await conversations.latestWindow(db, contact.id, connectionScopeOf(principal))
-        : { connectionId: asked, ...(await conversations.windowOf(db, asked, contact.id)) };
+      const window =
+        asked === null
+          ? await conversations.latestWindow(db, contact.id, connectionScopeOf(principal))
+          : { connectionId: asked, ...(await conversations.windowOf(db, asked, contact.id)) };
       return {
-        object: 'window', contact_id: contact.id, connection_id: window.connectionId,
-        open: window.open, last_inbound_at: window.lastInboundAt, expires_at: window.expiresAt,
+        object: 'window',
+        contact_id: contact.id,
+        connection_id: window.connectionId,
+        open: window.open,
+        last_inbound_at: window.lastInboundAt,
+        expires_at: window.expiresAt,
       };
     },
 
@@ -348,11 +390,17 @@ export function createContactsService(deps: ContactsServiceDeps) {
         if (!changed) return toContact(row);
 
         const next: ContactsTable = {
-          ...row, marketing_consent: record.status, marketing_consent_since: record.recorded_at, marketing_consent_source: record.source, updated_at: now.toISOString(),
+          ...row,
+          marketing_consent: record.status,
+          marketing_consent_since: record.recorded_at,
+          marketing_consent_source: record.source,
+          updated_at: now.toISOString(),
         };
         await store.update(trx, id, {
-          marketing_consent: next.marketing_consent, marketing_consent_since: next.marketing_consent_since,
-          marketing_consent_source: next.marketing_consent_source, updated_at: next.updated_at,
+          marketing_consent: next.marketing_consent,
+          marketing_consent_since: next.marketing_consent_since,
+          marketing_consent_source: next.marketing_consent_source,
+          updated_at: next.updated_at,
         });
         const contact = toContact(next);
         await events.emit(trx, { type: 'contact.consent_changed', organizationId: row.organization_id, connectionId: null, object: contact });
@@ -370,15 +418,25 @@ export function createContactsService(deps: ContactsServiceDeps) {
      * a new profile name is recorded (`contact.updated`). A number whose contact was deleted gets a
      * new contact. `connectionId` only labels the events.
      */
-    async findOrCreateForInbound(trx: Trx, input: { organizationId: string; connectionId: string; waId: string; profileName: string | undefined; at: Date }): Promise<Contact> {
+    async findOrCreateForInbound(
+      trx: Trx,
+      input: { organizationId: string; connectionId: string; waId: string; profileName: string | undefined; at: Date },
+    ): Promise<Contact> {
       const phoneNumber = `+${input.waId}`;
       // Most messages come from known customers: one locking read, and nothing else unless the name
       // changed. The lock makes a merge of this contact wait for the message, or the message wait for
       // the merge, after which the merged-away contact is no longer live and the number gets a new one.
       const existing = await store.lockByPhoneNumber(trx, input.organizationId, phoneNumber);
-      const created = existing ? null : await insertNew(trx, {
-        organizationId: input.organizationId, phoneNumber, name: null, email: null, profileName: input.profileName ?? null, metadata: {},
-      });
+      const created = existing
+        ? null
+        : await insertNew(trx, {
+            organizationId: input.organizationId,
+            phoneNumber,
+            name: null,
+            email: null,
+            profileName: input.profileName ?? null,
+            metadata: {},
+          });
       if (created) {
         const contact = toContact(created);
         await events.emit(trx, { type: 'contact.created', organizationId: input.organizationId, connectionId: input.connectionId, object: contact });
@@ -392,7 +450,10 @@ export function createContactsService(deps: ContactsServiceDeps) {
       const after = toContact({ ...row, profile_name: input.profileName, updated_at: now });
       await store.update(trx, row.id, { profile_name: input.profileName, updated_at: now });
       await events.emit(trx, {
-        type: 'contact.updated', organizationId: input.organizationId, connectionId: input.connectionId, object: after,
+        type: 'contact.updated',
+        organizationId: input.organizationId,
+        connectionId: input.connectionId,
+        object: after,
         previousAttributes: changedAttributes(before, after),
       });
       return after;

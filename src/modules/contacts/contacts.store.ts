@@ -9,7 +9,11 @@ export function createContactsStore() {
   const live = (db: Db, organizationId: string) =>
     db.selectFrom('contacts').selectAll().where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
   const lockLive = (db: Db, organizationId: string) =>
-    db.updateTable('contacts').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
+    db
+      .updateTable('contacts')
+      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+      .where('organization_id', '=', organizationId)
+      .where('deleted_at', 'is', null);
   return {
     find(db: Db, organizationId: string, id: string): Promise<ContactsTable | undefined> {
       return live(db, organizationId).where('id', '=', id).executeTakeFirst();

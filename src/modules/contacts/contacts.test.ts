@@ -4,7 +4,19 @@ import { before, describe, it } from 'node:test';
 import { HOUR, SECOND } from '../../lib/clock.ts';
 import { suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { addMember, assertError, createConnection, createKey, inbound, newCustomer, settle, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
+import {
+  addMember,
+  assertError,
+  createConnection,
+  createKey,
+  inbound,
+  newCustomer,
+  settle,
+  signUp,
+  type SignedUp,
+  startServerWithOwner,
+  startServerWithTwoOrganizations,
+} from '../../../test/factories.ts';
 
 /** A fresh UK number in the range reserved for drama (+44 7700 900xxx), padded to stay unique per run. */
 const newNumber = () => `+${newCustomer()}`;
@@ -19,10 +31,18 @@ interface StoredEvent {
 
 /** The stored events of one resource, oldest first: `kind` is the type's prefix (`contact`, `conversation`). */
 async function storedEvents(server: TestServer, organizationId: string, kind: string, id: string): Promise<StoredEvent[]> {
-  const rows = await server.app.store.db.selectFrom('events').selectAll().where('organization_id', '=', organizationId).where('type', 'like', `${kind}.%`).orderBy('id').execute();
+  const rows = await server.app.store.db
+    .selectFrom('events')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('type', 'like', `${kind}.%`)
+    .orderBy('id')
+    .execute();
   return rows
     .map((row) => ({
-      id: row.id, type: row.type, connection_id: row.connection_id,
+      id: row.id,
+      type: row.type,
+      connection_id: row.connection_id,
       object: JSON.parse(row.data) as Record<string, any>,
       previous_attributes: row.previous_attributes === null ? null : (JSON.parse(row.previous_attributes) as Record<string, unknown>),
     }))
@@ -58,25 +78,40 @@ describe('contacts', () => {
   const create = (body: Record<string, unknown> = {}, token = owner.token) => createContact(server, token, body);
   const events = (contactId: string) => contactEvents(server, owner.organizationId, contactId);
   const auditActions = async (contactId: string) =>
-    (await server.request('GET', `/v1/events?target_id=${contactId}&order=asc`, { token: owner.token })).body.data.map((event: { action: string }) => event.action);
+    (await server.request('GET', `/v1/events?target_id=${contactId}&order=asc`, { token: owner.token })).body.data.map(
+      (event: { action: string }) => event.action,
+    );
 
   describe('create, read, list', () => {
     it('create answers 201 with the contact, emits contact.created and is audited', async () => {
       const phone = newNumber();
       const response = await server.request('POST', '/v1/contacts', {
-        token: owner.token, body: { phone_number: phone, name: 'Ada Lovelace', email: 'ada@example.com', metadata: { crm_id: 'A-1', tier: { level: 2 } } },
+        token: owner.token,
+        body: { phone_number: phone, name: 'Ada Lovelace', email: 'ada@example.com', metadata: { crm_id: 'A-1', tier: { level: 2 } } },
       });
       assert.equal(response.status, 201, response.text);
       const contact = response.body;
       assert.match(contact.id, /^ct_[0-9A-HJKMNP-TV-Z]{26}$/);
-      assert.deepEqual({ ...contact, id: undefined }, {
-        id: undefined, object: 'contact', phone_number: phone, name: 'Ada Lovelace', email: 'ada@example.com', profile_name: null,
-        consent: { marketing: { status: 'unknown', since: null, source: null } },
-        metadata: { crm_id: 'A-1', tier: { level: 2 } },
-        created_at: '2026-06-01T12:00:00.000Z', updated_at: '2026-06-01T12:00:00.000Z',
-      });
+      assert.deepEqual(
+        { ...contact, id: undefined },
+        {
+          id: undefined,
+          object: 'contact',
+          phone_number: phone,
+          name: 'Ada Lovelace',
+          email: 'ada@example.com',
+          profile_name: null,
+          consent: { marketing: { status: 'unknown', since: null, source: null } },
+          metadata: { crm_id: 'A-1', tier: { level: 2 } },
+          created_at: '2026-06-01T12:00:00.000Z',
+          updated_at: '2026-06-01T12:00:00.000Z',
+        },
+      );
       const emitted = await events(contact.id);
-      assert.deepEqual(emitted.map((event) => event.type), ['contact.created']);
+      assert.deepEqual(
+        emitted.map((event) => event.type),
+        ['contact.created'],
+      );
       assert.deepEqual(emitted[0]!.object, contact, 'the event carries the contact exactly as the API returns it');
       assert.equal(emitted[0]!.connection_id, null, 'contacts belong to the organization, not to a number');
       assert.deepEqual(await auditActions(contact.id), ['contact.created']);
@@ -106,19 +141,36 @@ describe('contacts', () => {
       }
       const first = await own.request('GET', '/v1/contacts?limit=2', { token: alone.token });
       assert.equal(first.body.object, 'list');
-      assert.deepEqual(first.body.data.map((c: { id: string }) => c.id), [made[4], made[3]]);
+      assert.deepEqual(
+        first.body.data.map((c: { id: string }) => c.id),
+        [made[4], made[3]],
+      );
       assert.equal(first.body.has_more, true);
       assert.equal(first.body.next_cursor, made[3]);
       const second = await own.request('GET', `/v1/contacts?limit=2&after=${first.body.next_cursor}`, { token: alone.token });
-      assert.deepEqual(second.body.data.map((c: { id: string }) => c.id), [made[2], made[1]]);
+      assert.deepEqual(
+        second.body.data.map((c: { id: string }) => c.id),
+        [made[2], made[1]],
+      );
       const back = await own.request('GET', `/v1/contacts?limit=2&before=${made[1]}`, { token: alone.token });
-      assert.deepEqual(back.body.data.map((c: { id: string }) => c.id), [made[3], made[2]]);
+      assert.deepEqual(
+        back.body.data.map((c: { id: string }) => c.id),
+        [made[3], made[2]],
+      );
       const ascending = await own.request('GET', '/v1/contacts?order=asc&limit=100', { token: alone.token });
-      assert.deepEqual(ascending.body.data.map((c: { id: string }) => c.id), made);
+      assert.deepEqual(
+        ascending.body.data.map((c: { id: string }) => c.id),
+        made,
+      );
       assert.equal(ascending.body.has_more, false);
       assert.equal(ascending.body.next_cursor, null);
-      const window = await own.request('GET', '/v1/contacts?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z', { token: alone.token });
-      assert.deepEqual(window.body.data.map((c: { id: string }) => c.id), made.slice(1, 4));
+      const window = await own.request('GET', '/v1/contacts?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z', {
+        token: alone.token,
+      });
+      assert.deepEqual(
+        window.body.data.map((c: { id: string }) => c.id),
+        made.slice(1, 4),
+      );
     });
 
     it('list filters by phone_number, exactly', async () => {
@@ -126,9 +178,16 @@ describe('contacts', () => {
       await create();
       const encoded = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent(contact.phone_number)}`, { token: owner.token });
       assert.equal(encoded.status, 200, encoded.text);
-      assert.deepEqual(encoded.body.data.map((c: { id: string }) => c.id), [contact.id]);
+      assert.deepEqual(
+        encoded.body.data.map((c: { id: string }) => c.id),
+        [contact.id],
+      );
       const unencoded = await server.request('GET', `/v1/contacts?phone_number=${contact.phone_number}`, { token: owner.token });
-      assert.deepEqual(unencoded.body.data.map((c: { id: string }) => c.id), [contact.id], 'an unencoded + (read as a space) still matches');
+      assert.deepEqual(
+        unencoded.body.data.map((c: { id: string }) => c.id),
+        [contact.id],
+        'an unencoded + (read as a space) still matches',
+      );
       const none = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent('+15550000000')}`, { token: owner.token });
       assert.deepEqual(none.body.data, []);
     });
@@ -149,7 +208,10 @@ describe('contacts', () => {
     it('changes name and email, merges metadata, and emits contact.updated with only the changed fields', async () => {
       const contact = await create({ name: 'Ada', email: 'ada@example.com', metadata: { a: 1, b: 2 } });
       server.clock.advance(SECOND);
-      const response = await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: owner.token, body: { name: 'Ada King', metadata: { b: null, c: 3 } } });
+      const response = await server.request('PATCH', `/v1/contacts/${contact.id}`, {
+        token: owner.token,
+        body: { name: 'Ada King', metadata: { b: null, c: 3 } },
+      });
       assert.equal(response.status, 200, response.text);
       assert.equal(response.body.name, 'Ada King');
       assert.equal(response.body.email, 'ada@example.com');
@@ -183,13 +245,17 @@ describe('contacts', () => {
         assert.equal(response.status, 200, response.text);
         assert.deepEqual(response.body, contact);
       }
-      assert.deepEqual((await events(contact.id)).map((event) => event.type), ['contact.created']);
+      assert.deepEqual(
+        (await events(contact.id)).map((event) => event.type),
+        ['contact.created'],
+      );
     });
   });
 
   describe('consent', () => {
     const record = (id: string, body: Record<string, unknown>) => server.request('POST', `/v1/contacts/${id}/consent`, { token: owner.token, body });
-    const history = async (id: string, query = 'order=asc') => (await server.request('GET', `/v1/contacts/${id}/consent?${query}`, { token: owner.token })).body;
+    const history = async (id: string, query = 'order=asc') =>
+      (await server.request('GET', `/v1/contacts/${id}/consent?${query}`, { token: owner.token })).body;
 
     it('an opt-out answers the contact with its new summary and emits contact.consent_changed', async () => {
       const contact = await create();
@@ -200,7 +266,10 @@ describe('contacts', () => {
       assert.deepEqual(response.body.consent, { marketing: { status: 'opted_out', since: now, source: 'keyword' } });
       assert.equal(response.body.updated_at, now);
       const emitted = await events(contact.id);
-      assert.deepEqual(emitted.map((event) => event.type), ['contact.created', 'contact.consent_changed']);
+      assert.deepEqual(
+        emitted.map((event) => event.type),
+        ['contact.created', 'contact.consent_changed'],
+      );
       assert.deepEqual(emitted[1]!.object, response.body);
       assert.equal(emitted[1]!.previous_attributes, null);
       assert.deepEqual((await server.request('GET', `/v1/contacts/${contact.id}`, { token: owner.token })).body, response.body);
@@ -225,15 +294,31 @@ describe('contacts', () => {
       assert.equal(optOut.body.consent.marketing.source, 'keyword');
 
       const changes = (await events(contact.id)).filter((event) => event.type === 'contact.consent_changed');
-      assert.deepEqual(changes.map((event) => event.object.consent.marketing.status), ['opted_in', 'opted_out']);
+      assert.deepEqual(
+        changes.map((event) => event.object.consent.marketing.status),
+        ['opted_in', 'opted_out'],
+      );
       const records = await history(contact.id);
       assert.equal(records.object, 'list');
-      assert.deepEqual(records.data.map((r: { status: string; source: string }) => `${r.status}:${r.source}`), ['opted_in:web_form', 'opted_in:agent', 'opted_out:paper_form', 'opted_out:keyword']);
+      assert.deepEqual(
+        records.data.map((r: { status: string; source: string }) => `${r.status}:${r.source}`),
+        ['opted_in:web_form', 'opted_in:agent', 'opted_out:paper_form', 'opted_out:keyword'],
+      );
       const [first] = records.data;
       assert.match(first.id, /^cns_[0-9A-HJKMNP-TV-Z]{26}$/);
-      assert.deepEqual({ ...first, id: undefined }, {
-        id: undefined, object: 'contact_consent', contact_id: contact.id, topic: 'marketing', status: 'opted_in', source: 'web_form', recorded_at: since, created_at: since,
-      });
+      assert.deepEqual(
+        { ...first, id: undefined },
+        {
+          id: undefined,
+          object: 'contact_consent',
+          contact_id: contact.id,
+          topic: 'marketing',
+          status: 'opted_in',
+          source: 'web_form',
+          recorded_at: since,
+          created_at: since,
+        },
+      );
       assert.equal(records.data[2].recorded_at, '2026-05-01T09:00:00.000Z');
     });
 
@@ -250,13 +335,23 @@ describe('contacts', () => {
         server.clock.advance(SECOND);
       }
       const page = await history(contact.id, 'limit=2');
-      assert.deepEqual(page.data.map((r: { source: string }) => r.source), ['c', 'b']);
+      assert.deepEqual(
+        page.data.map((r: { source: string }) => r.source),
+        ['c', 'b'],
+      );
       assert.equal(page.has_more, true);
       const rest = await history(contact.id, `limit=2&after=${page.next_cursor}`);
-      assert.deepEqual(rest.data.map((r: { source: string }) => r.source), ['a']);
+      assert.deepEqual(
+        rest.data.map((r: { source: string }) => r.source),
+        ['a'],
+      );
       assert.equal(rest.has_more, false);
       const other = await create();
-      const error = assertError(await server.request('GET', `/v1/contacts/${other.id}/consent?after=${page.next_cursor}`, { token: owner.token }), 400, 'validation_failed');
+      const error = assertError(
+        await server.request('GET', `/v1/contacts/${other.id}/consent?after=${page.next_cursor}`, { token: owner.token }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/query/after', "another contact's record is not a cursor of this list");
     });
   });
@@ -264,10 +359,18 @@ describe('contacts', () => {
   describe('concurrency', () => {
     it('concurrent consent records settle on the status of the latest recorded_at, whatever order they commit in', async () => {
       const contact = await create();
-      const times = Array.from({ length: 12 }, (_, i) => ({ status: i % 2 === 0 ? 'opted_in' : 'opted_out', recorded_at: new Date(Date.UTC(2026, 4, 1, 9, i)).toISOString() }));
+      const times = Array.from({ length: 12 }, (_, i) => ({
+        status: i % 2 === 0 ? 'opted_in' : 'opted_out',
+        recorded_at: new Date(Date.UTC(2026, 4, 1, 9, i)).toISOString(),
+      }));
       const shuffled = [...times].sort(() => Math.random() - 0.5);
-      const answers = await Promise.all(shuffled.map((body) => server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: owner.token, body: { ...body, source: 'import' } })));
-      assert.ok(answers.every((answer) => answer.status === 200), answers.map((answer) => answer.text).join('\n'));
+      const answers = await Promise.all(
+        shuffled.map((body) => server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: owner.token, body: { ...body, source: 'import' } })),
+      );
+      assert.ok(
+        answers.every((answer) => answer.status === 200),
+        answers.map((answer) => answer.text).join('\n'),
+      );
       const latest = times[times.length - 1]!;
       const stored = await server.request('GET', `/v1/contacts/${contact.id}`, { token: owner.token });
       assert.equal(stored.body.consent.marketing.status, latest.status);
@@ -277,7 +380,9 @@ describe('contacts', () => {
 
     it('concurrent creates of one number make one contact; the others are resource_exists', async () => {
       const phone = newNumber();
-      const answers = await Promise.all(Array.from({ length: 8 }, () => server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: phone } })));
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () => server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: phone } })),
+      );
       assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409]);
     });
   });
@@ -291,7 +396,11 @@ describe('contacts', () => {
 
       assertError(await server.request('GET', `/v1/contacts/${contact.id}`, { token: owner.token }), 404, 'resource_not_found');
       assertError(await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: owner.token, body: { name: 'x' } }), 404, 'resource_not_found');
-      assertError(await server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: owner.token, body: { status: 'opted_in', source: 'agent' } }), 404, 'resource_not_found');
+      assertError(
+        await server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: owner.token, body: { status: 'opted_in', source: 'agent' } }),
+        404,
+        'resource_not_found',
+      );
       assertError(await server.request('GET', `/v1/contacts/${contact.id}/consent`, { token: owner.token }), 404, 'resource_not_found');
       assertError(await server.request('DELETE', `/v1/contacts/${contact.id}`, { token: owner.token }), 404, 'resource_not_found');
       const list = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent(contact.phone_number)}`, { token: owner.token });
@@ -325,15 +434,19 @@ describe('contacts', () => {
 
     it("a deleted contact's opt-out carries over to the number's next contact, with its record", async () => {
       const contact = await create();
-      const optedOut = await server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: owner.token, body: { status: 'opted_out', source: 'keyword' } });
+      const optedOut = await server.request('POST', `/v1/contacts/${contact.id}/consent`, {
+        token: owner.token,
+        body: { status: 'opted_out', source: 'keyword' },
+      });
       await server.request('DELETE', `/v1/contacts/${contact.id}`, { token: owner.token });
       server.clock.advance(SECOND);
       const again = await create({ phone_number: contact.phone_number });
       assert.deepEqual(again.consent, optedOut.body.consent);
       const records = await server.request('GET', `/v1/contacts/${again.id}/consent`, { token: owner.token });
-      assert.deepEqual(records.body.data.map((r: { status: string; source: string; recorded_at: string }) => [r.status, r.source, r.recorded_at]), [
-        ['opted_out', 'keyword', optedOut.body.consent.marketing.since],
-      ]);
+      assert.deepEqual(
+        records.body.data.map((r: { status: string; source: string; recorded_at: string }) => [r.status, r.source, r.recorded_at]),
+        [['opted_out', 'keyword', optedOut.body.consent.marketing.since]],
+      );
     });
 
     it('an opt-in does not carry over', async () => {
@@ -350,14 +463,22 @@ describe('contacts', () => {
       const connection = await createConnection(server, owner);
       const found = await server.app.store.db.transaction().execute((trx) =>
         server.app.services.contacts.findOrCreateForInbound(trx, {
-          organizationId: owner.organizationId, connectionId: connection.id, waId: contact.phone_number.slice(1), profileName: 'Ada', at: server.clock.now(),
-        }));
+          organizationId: owner.organizationId,
+          connectionId: connection.id,
+          waId: contact.phone_number.slice(1),
+          profileName: 'Ada',
+          at: server.clock.now(),
+        }),
+      );
       assert.notEqual(found.id, contact.id);
       assert.equal(found.phone_number, contact.phone_number);
       assert.equal(found.profile_name, 'Ada');
       assert.equal(found.name, null);
       const created = await events(found.id);
-      assert.deepEqual(created.map((event) => [event.type, event.connection_id]), [['contact.created', connection.id]]);
+      assert.deepEqual(
+        created.map((event) => [event.type, event.connection_id]),
+        [['contact.created', connection.id]],
+      );
       assert.deepEqual((await server.request('GET', `/v1/contacts/${found.id}`, { token: owner.token })).body, found);
     });
   });
@@ -365,7 +486,11 @@ describe('contacts', () => {
   describe('bad input', () => {
     for (const phone of ['07700900123', '447700900123', '+44 7700 900123', '+44-7700-900123', '+0447700900123', '+1234567890123456', '+12345', '']) {
       it(`a phone number not in E.164 (${JSON.stringify(phone)}) is validation_failed on /phone_number`, async () => {
-        const error = assertError(await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: phone } }), 400, 'validation_failed');
+        const error = assertError(
+          await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: phone } }),
+          400,
+          'validation_failed',
+        );
         assert.equal(error.param, '/phone_number');
         assert.equal(error.details[0].code, 'invalid_format');
       });
@@ -379,7 +504,11 @@ describe('contacts', () => {
 
     it('a number another contact has is 409 resource_exists on /phone_number, and nothing is written', async () => {
       const contact = await create();
-      const error = assertError(await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: contact.phone_number, name: 'Twin' } }), 409, 'resource_exists');
+      const error = assertError(
+        await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: contact.phone_number, name: 'Twin' } }),
+        409,
+        'resource_exists',
+      );
       assert.equal(error.param, '/phone_number');
       assert.ok(error.message.includes(contact.id), 'the message names the contact that has the number');
       const list = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent(contact.phone_number)}`, { token: owner.token });
@@ -404,7 +533,11 @@ describe('contacts', () => {
     });
 
     it('an invalid email is validation_failed on /email', async () => {
-      const error = assertError(await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: newNumber(), email: 'not-an-email' } }), 400, 'validation_failed');
+      const error = assertError(
+        await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: newNumber(), email: 'not-an-email' } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/email');
       assert.equal(error.details[0].code, 'invalid_format');
     });
@@ -412,11 +545,19 @@ describe('contacts', () => {
     it('metadata over 50 keys, or with a key over 40 characters, is refused', async () => {
       const tooMany = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i]));
       for (const metadata of [tooMany, { ['k'.repeat(41)]: 1 }]) {
-        const error = assertError(await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: newNumber(), metadata } }), 400, 'validation_failed');
+        const error = assertError(
+          await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: newNumber(), metadata } }),
+          400,
+          'validation_failed',
+        );
         assert.equal(error.param, '/metadata');
       }
       const contact = await create();
-      const error = assertError(await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: owner.token, body: { metadata: tooMany } }), 400, 'validation_failed');
+      const error = assertError(
+        await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: owner.token, body: { metadata: tooMany } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/metadata');
     });
 
@@ -487,7 +628,10 @@ describe('contacts', () => {
     it('an agent may create and change contacts', async () => {
       const agent = await addMember(server, owner.organizationId, 'agent');
       const contact = await create({}, agent.token);
-      assert.equal((await server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: agent.token, body: { status: 'opted_in', source: 'agent' } })).status, 200);
+      assert.equal(
+        (await server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: agent.token, body: { status: 'opted_in', source: 'agent' } })).status,
+        200,
+      );
     });
 
     it('a key without contacts:read or contacts:write is refused with scope_missing', async () => {
@@ -495,7 +639,11 @@ describe('contacts', () => {
       const readOnly = await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['contacts:read'] });
       const unrelated = await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['messages:read'] });
       assert.equal((await server.request('GET', `/v1/contacts/${contact.id}`, { token: readOnly.key })).status, 200);
-      const write = assertError(await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: readOnly.key, body: { name: 'x' } }), 403, 'scope_missing');
+      const write = assertError(
+        await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: readOnly.key, body: { name: 'x' } }),
+        403,
+        'scope_missing',
+      );
       assert.equal(write.required_scope, 'contacts:write');
       const read = assertError(await server.request('GET', '/v1/contacts', { token: unrelated.key }), 403, 'scope_missing');
       assert.equal(read.required_scope, 'contacts:read');
@@ -530,7 +678,11 @@ describe('contacts across organizations', () => {
       assertError(await server.request('GET', `/v1/contacts/${theirs.id}`, { token }), 404, 'resource_not_found');
       assertError(await server.request('PATCH', `/v1/contacts/${theirs.id}`, { token, body: { name: 'mine now' } }), 404, 'resource_not_found');
       assertError(await server.request('DELETE', `/v1/contacts/${theirs.id}`, { token }), 404, 'resource_not_found');
-      assertError(await server.request('POST', `/v1/contacts/${theirs.id}/consent`, { token, body: { status: 'opted_out', source: 'agent' } }), 404, 'resource_not_found');
+      assertError(
+        await server.request('POST', `/v1/contacts/${theirs.id}/consent`, { token, body: { status: 'opted_out', source: 'agent' } }),
+        404,
+        'resource_not_found',
+      );
       assertError(await server.request('GET', `/v1/contacts/${theirs.id}/consent`, { token }), 404, 'resource_not_found');
       const cursor = assertError(await server.request('GET', `/v1/contacts?after=${theirs.id}`, { token }), 400, 'validation_failed');
       assert.equal(cursor.param, '/query/after');
@@ -540,11 +692,17 @@ describe('contacts across organizations', () => {
     const mine = await server.request('POST', '/v1/contacts', { token: alpha.token, body: { phone_number: phone } });
     assert.equal(mine.status, 201, 'numbers are unique per organization only');
     const list = await server.request('GET', '/v1/contacts', { token: alpha.token });
-    assert.deepEqual(list.body.data.map((c: { id: string }) => c.id), [mine.body.id]);
+    assert.deepEqual(
+      list.body.data.map((c: { id: string }) => c.id),
+      [mine.body.id],
+    );
     // Nothing of Beta's changed.
     const still = await server.request('GET', `/v1/contacts/${theirs.id}`, { token: beta.token });
     assert.deepEqual(still.body, theirs);
-    assert.deepEqual((await contactEvents(server, beta.organizationId, theirs.id)).map((event) => event.type), ['contact.created']);
+    assert.deepEqual(
+      (await contactEvents(server, beta.organizationId, theirs.id)).map((event) => event.type),
+      ['contact.created'],
+    );
   });
 });
 
@@ -564,7 +722,10 @@ describe('contacts from inbound messages', () => {
     const phone = newNumber();
     const first = await inboundMessage(server, connection.phone_number_id, phone);
     const listed = await server.request('GET', `/v1/contacts?phone_number=${encodeURIComponent(phone)}`, { token: owner.token });
-    assert.deepEqual(listed.body.data.map((c: { id: string; profile_name: string }) => [c.id, c.profile_name]), [[first.contact_id, 'Ada']]);
+    assert.deepEqual(
+      listed.body.data.map((c: { id: string; profile_name: string }) => [c.id, c.profile_name]),
+      [[first.contact_id, 'Ada']],
+    );
     assert.equal(listed.body.data[0].consent.marketing.status, 'unknown');
 
     await server.request('POST', `/v1/contacts/${first.contact_id}/consent`, { token: owner.token, body: { status: 'opted_out', source: 'keyword' } });
@@ -580,14 +741,17 @@ describe('contacts from inbound messages', () => {
 
   it('subscribed endpoints receive contact events, contact.updated with previous_attributes', async () => {
     const endpoint = await server.request('POST', '/v1/webhook-endpoints', {
-      token: owner.token, body: { url: receiver.url, events: ['contact.created', 'contact.updated', 'contact.consent_changed'] },
+      token: owner.token,
+      body: { url: receiver.url, events: ['contact.created', 'contact.updated', 'contact.consent_changed'] },
     });
     assert.equal(endpoint.status, 201, endpoint.text);
     const contact = (await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: newNumber(), name: 'Ada' } })).body;
     await server.request('PATCH', `/v1/contacts/${contact.id}`, { token: owner.token, body: { email: 'ada@example.com' } });
     await server.request('POST', `/v1/contacts/${contact.id}/consent`, { token: owner.token, body: { status: 'opted_in', source: 'web_form' } });
     await server.app.worker.drain();
-    const delivered = receiver.received.map((request) => JSON.parse(request.body) as { type: string; data: { object: { id: string } }; previous_attributes?: Record<string, unknown> });
+    const delivered = receiver.received.map(
+      (request) => JSON.parse(request.body) as { type: string; data: { object: { id: string } }; previous_attributes?: Record<string, unknown> },
+    );
     const ours = delivered.filter((event) => event.data.object.id === contact.id);
     assert.deepEqual(ours.map((event) => event.type).sort(), ['contact.consent_changed', 'contact.created', 'contact.updated']);
     const updated = ours.find((event) => event.type === 'contact.updated')!;
@@ -625,7 +789,9 @@ describe('merging contacts', () => {
   const messageRow = (id: string) => server.app.store.db.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   const conversationRow = (id: string) => server.app.store.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
   const consentHistory = async (id: string) =>
-    (await server.request('GET', `/v1/contacts/${id}/consent?order=asc`, { token })).body.data.map((r: { status: string; source: string }) => `${r.status}:${r.source}`);
+    (await server.request('GET', `/v1/contacts/${id}/consent?order=asc`, { token })).body.data.map(
+      (r: { status: string; source: string }) => `${r.status}:${r.source}`,
+    );
 
   /**
    * A survivor made through the API who wrote to support, and a source (another number of the same
@@ -639,7 +805,8 @@ describe('merging contacts', () => {
     const onSupport = await inboundMessage(server, support.phone_number_id, sourcePhone, 'Ada L');
     const onSales = await inboundMessage(server, sales.phone_number_id, sourcePhone, 'Ada L');
     const source = await server.request('PATCH', `/v1/contacts/${onSupport.contact_id}`, {
-      token, body: { email: 'ada@example.com', metadata: { tier: 'silver', newsletter: true } },
+      token,
+      body: { email: 'ada@example.com', metadata: { tier: 'silver', newsletter: true } },
     });
     server.clock.advance(HOUR);
     return { survivor: (await get(created.id)).body, source: source.body, survivorMessage, onSupport, onSales };
@@ -702,14 +869,20 @@ describe('merging contacts', () => {
 
     it("a source record older than the survivor's latest changes nothing, and no contact.consent_changed", async () => {
       const { survivor, source } = await pair();
-      await server.request('POST', `/v1/contacts/${source.id}/consent`, { token, body: { status: 'opted_out', source: 'paper_form', recorded_at: '2026-01-01T00:00:00Z' } });
+      await server.request('POST', `/v1/contacts/${source.id}/consent`, {
+        token,
+        body: { status: 'opted_out', source: 'paper_form', recorded_at: '2026-01-01T00:00:00Z' },
+      });
       const optedIn = await server.request('POST', `/v1/contacts/${survivor.id}/consent`, { token, body: { status: 'opted_in', source: 'web_form' } });
       const before = (await contactEvents(server, owner.organizationId, survivor.id)).length;
       const response = await merge(survivor.id, { source_contact_id: source.id });
       assert.deepEqual(response.body.consent, optedIn.body.consent);
       assert.deepEqual(await consentHistory(survivor.id), ['opted_out:paper_form', 'opted_in:web_form']);
       const emitted = (await contactEvents(server, owner.organizationId, survivor.id)).slice(before);
-      assert.deepEqual(emitted.map((event) => event.type), ['contact.updated']);
+      assert.deepEqual(
+        emitted.map((event) => event.type),
+        ['contact.updated'],
+      );
     });
 
     it("a folded thread takes the source's state only when the survivor's is closed and the source's is not", async () => {
@@ -739,25 +912,45 @@ describe('merging contacts', () => {
       const [sourceEvent] = (await contactEvents(server, owner.organizationId, source.id)).slice(-1);
       assert.equal(sourceEvent!.type, 'contact.updated');
       assert.deepEqual(sourceEvent!.object, {
-        ...source, name: null, email: null, profile_name: null, metadata: {}, updated_at: now, deleted: true, merged_into: survivor.id,
+        ...source,
+        name: null,
+        email: null,
+        profile_name: null,
+        metadata: {},
+        updated_at: now,
+        deleted: true,
+        merged_into: survivor.id,
       });
       assert.deepEqual(sourceEvent!.previous_attributes, {
-        email: source.email, profile_name: source.profile_name, metadata: source.metadata, updated_at: source.updated_at, deleted: false, merged_into: null,
+        email: source.email,
+        profile_name: source.profile_name,
+        metadata: source.metadata,
+        updated_at: source.updated_at,
+        deleted: false,
+        merged_into: null,
       });
     });
 
     it('conversation.updated for each conversation that changed, with previous_attributes', async () => {
       const { survivor, source, survivorMessage, onSupport, onSales } = await pair();
       await merge(survivor.id, { source_contact_id: source.id });
-      const [moved] = (await storedEvents(server, owner.organizationId, 'conversation', onSales.conversation_id)).filter((event) => event.type === 'conversation.updated');
+      const [moved] = (await storedEvents(server, owner.organizationId, 'conversation', onSales.conversation_id)).filter(
+        (event) => event.type === 'conversation.updated',
+      );
       assert.equal(moved!.object.contact_id, survivor.id);
       assert.deepEqual(Object.keys(moved!.previous_attributes!).sort(), ['contact_id', 'updated_at']);
       assert.equal(moved!.previous_attributes!.contact_id, source.id);
       assert.equal(moved!.connection_id, sales.id);
-      const [kept] = (await storedEvents(server, owner.organizationId, 'conversation', survivorMessage.conversation_id)).filter((event) => event.type === 'conversation.updated');
+      const [kept] = (await storedEvents(server, owner.organizationId, 'conversation', survivorMessage.conversation_id)).filter(
+        (event) => event.type === 'conversation.updated',
+      );
       assert.equal(kept!.object.last_inbound_at, onSupport.sent_at);
       assert.equal(kept!.previous_attributes!.last_inbound_at, survivorMessage.sent_at);
-      assert.equal((await storedEvents(server, owner.organizationId, 'conversation', onSupport.conversation_id)).filter((event) => event.type === 'conversation.updated').length, 0);
+      assert.equal(
+        (await storedEvents(server, owner.organizationId, 'conversation', onSupport.conversation_id)).filter((event) => event.type === 'conversation.updated')
+          .length,
+        0,
+      );
     });
 
     it('the audit log records the merge on the survivor and the deletion on the source', async () => {
@@ -768,7 +961,12 @@ describe('merging contacts', () => {
       const merged = (await entries(survivor.id)).at(-1);
       assert.equal(merged.action, 'contact.merged');
       assert.deepEqual(merged.data, {
-        source_contact_id: source.id, fields: ['email', 'metadata'], consents_moved: 0, conversations_moved: 1, conversations_folded: 1, messages_moved: 2,
+        source_contact_id: source.id,
+        fields: ['email', 'metadata'],
+        consents_moved: 0,
+        conversations_moved: 1,
+        conversations_folded: 1,
+        messages_moved: 2,
       });
       const deleted = (await entries(source.id)).at(-1);
       assert.equal(deleted.action, 'contact.deleted');
@@ -792,8 +990,12 @@ describe('merging contacts', () => {
       const mine = await create({ name: 'Mine' });
       const unknown = 'ct_01J00000000000000000000000';
       for (const [id, sourceId, param] of [
-        [mine.id, unknown, '/source_contact_id'], [mine.id, theirs.id, '/source_contact_id'], [mine.id, deleted.id, '/source_contact_id'],
-        [unknown, mine.id, '/path/id'], [theirs.id, mine.id, '/path/id'], [deleted.id, mine.id, '/path/id'],
+        [mine.id, unknown, '/source_contact_id'],
+        [mine.id, theirs.id, '/source_contact_id'],
+        [mine.id, deleted.id, '/source_contact_id'],
+        [unknown, mine.id, '/path/id'],
+        [theirs.id, mine.id, '/path/id'],
+        [deleted.id, mine.id, '/path/id'],
       ] as const) {
         const error = assertError(await merge(id, { source_contact_id: sourceId }), 404, 'resource_not_found');
         assert.equal(error.param, param, `${id} <- ${sourceId}`);
@@ -855,14 +1057,17 @@ describe('merging contacts', () => {
         const survivor = await create();
         const sourcePhone = newNumber();
         const first = await inboundMessage(server, support.phone_number_id, sourcePhone);
-        const sent = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: sourcePhone.slice(1), type: 'text', text: 'again' } });
-        const [merged] = await Promise.all([
-          merge(survivor.id, { source_contact_id: first.contact_id }),
-          settle(server),
-        ]);
+        const sent = await server.request('POST', '/sandbox/control/inbound', {
+          body: { phone_number_id: support.phone_number_id, from: sourcePhone.slice(1), type: 'text', text: 'again' },
+        });
+        const [merged] = await Promise.all([merge(survivor.id, { source_contact_id: first.contact_id }), settle(server)]);
         assert.equal(merged.status, 200, merged.text);
         await server.app.worker.drain();
-        const message = await server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', sent.body.message_id).executeTakeFirstOrThrow();
+        const message = await server.app.store.db
+          .selectFrom('messages')
+          .selectAll()
+          .where('provider_message_id', '=', sent.body.message_id)
+          .executeTakeFirstOrThrow();
         const contact = await server.app.store.db.selectFrom('contacts').selectAll().where('id', '=', message.contact_id).executeTakeFirstOrThrow();
         assert.equal(contact.deleted_at, null, 'the message is on a live contact');
         // Before the merge it moved with the source's thread; after it, the number's new contact has it.
@@ -900,11 +1105,23 @@ describe('the 24-hour window', () => {
 
   it("is open for 24 hours after the customer's last message, on that connection only", async () => {
     const message = await inboundMessage(server, support.phone_number_id, newNumber());
-    const expected = { object: 'window', contact_id: message.contact_id, connection_id: support.id, open: true, last_inbound_at: message.sent_at, expires_at: plusDay(message.sent_at!) };
+    const expected = {
+      object: 'window',
+      contact_id: message.contact_id,
+      connection_id: support.id,
+      open: true,
+      last_inbound_at: message.sent_at,
+      expires_at: plusDay(message.sent_at!),
+    };
     assert.deepEqual((await window(message.contact_id)).body, expected);
     assert.deepEqual((await window(message.contact_id, `?connection_id=${support.id}`)).body, expected);
     assert.deepEqual((await window(message.contact_id, `?connection_id=${sales.id}`)).body, {
-      object: 'window', contact_id: message.contact_id, connection_id: sales.id, open: false, last_inbound_at: null, expires_at: null,
+      object: 'window',
+      contact_id: message.contact_id,
+      connection_id: sales.id,
+      open: false,
+      last_inbound_at: null,
+      expires_at: null,
     });
     server.clock.set(Date.parse(expected.expires_at) - SECOND);
     assert.equal((await window(message.contact_id)).body.open, true);

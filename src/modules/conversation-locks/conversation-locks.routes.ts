@@ -18,7 +18,12 @@ const optionalBody = async (request: FastifyRequest) => {
 export function registerConversationLocksRoutes(app: HttpServer, service: ConversationLocksService): void {
   app.get('/v1/conversations/:id/lock', {
     config: { access: read },
-    schema: { tags, summary: 'The lock held on a conversation; 404 when it is free', params: PathId('conversation'), response: { 200: ConversationLockSchema } },
+    schema: {
+      tags,
+      summary: 'The lock held on a conversation; 404 when it is free',
+      params: PathId('conversation'),
+      response: { 200: ConversationLockSchema },
+    },
     handler: async (request) => service.get(requirePrincipal(request), request.params.id),
   });
 
@@ -26,8 +31,11 @@ export function registerConversationLocksRoutes(app: HttpServer, service: Conver
     config: { access: member },
     preValidation: optionalBody,
     schema: {
-      tags, summary: 'Acquire the lock on a conversation (201), or renew the one you hold (200)',
-      params: PathId('conversation'), body: AcquireLockBody, response: { 200: ConversationLockSchema, 201: ConversationLockSchema },
+      tags,
+      summary: 'Acquire the lock on a conversation (201), or renew the one you hold (200)',
+      params: PathId('conversation'),
+      body: AcquireLockBody,
+      response: { 200: ConversationLockSchema, 201: ConversationLockSchema },
     },
     handler: async (request, reply) => {
       const { lock, acquired } = await service.acquire(requirePrincipal(request), request.params.id, request.body);
@@ -43,14 +51,26 @@ export function registerConversationLocksRoutes(app: HttpServer, service: Conver
 
   app.post('/v1/conversations/:id/lock/transfer', {
     config: { access: member },
-    schema: { tags, summary: 'Hand the lock you hold to another member', params: PathId('conversation'), body: TransferLockBody, response: { 200: ConversationLockSchema } },
+    schema: {
+      tags,
+      summary: 'Hand the lock you hold to another member',
+      params: PathId('conversation'),
+      body: TransferLockBody,
+      response: { 200: ConversationLockSchema },
+    },
     handler: async (request) => service.transfer(requirePrincipal(request), request.params.id, request.body),
   });
 
   app.post('/v1/conversations/:id/lock/request', {
     config: { access: member },
     preValidation: optionalBody,
-    schema: { tags, summary: 'Ask the holder to hand the lock over to you', params: PathId('conversation'), body: RequestLockBody, response: { 200: ConversationLockSchema } },
+    schema: {
+      tags,
+      summary: 'Ask the holder to hand the lock over to you',
+      params: PathId('conversation'),
+      body: RequestLockBody,
+      response: { 200: ConversationLockSchema },
+    },
     handler: async (request) => service.request(requirePrincipal(request), request.params.id, request.body),
   });
 }

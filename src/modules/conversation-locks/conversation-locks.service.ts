@@ -41,9 +41,8 @@ function toLock(row: Row): ConversationLock {
     expires_at: row.expires_at,
     idle_expires_at: row.idle_expires_at,
     ended_at: row.ended_at,
-    handover_request: row.request_member_id === null
-      ? null
-      : { member_id: row.request_member_id, message: row.request_message, requested_at: row.requested_at! },
+    handover_request:
+      row.request_member_id === null ? null : { member_id: row.request_member_id, message: row.request_message, requested_at: row.requested_at! },
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -84,7 +83,9 @@ const noSuchMember = (memberId: string) => new AppError('resource_not_found', `N
 /** The API's holder: only a dashboard token has a member to name; the routes admit no other kind. */
 function memberOf(principal: Principal): string {
   if (principal.memberId === null) {
-    throw new AppError('credential_kind_not_allowed', 'Only members hold conversation locks: use a dashboard token.', { extra: { allowed_credentials: ['dashboard_token'] } });
+    throw new AppError('credential_kind_not_allowed', 'Only members hold conversation locks: use a dashboard token.', {
+      extra: { allowed_credentials: ['dashboard_token'] },
+    });
   }
   return principal.memberId;
 }
@@ -103,9 +104,13 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
   const { db, store, clock, events, queue, conversations, members } = deps;
 
   function lockedError(row: Row): AppError {
-    return new AppError('conversation_locked', `Conversation ${row.conversation_id} is locked by member ${row.holder_member_id} until ${row.idle_expires_at} unless renewed.`, {
-      extra: { lock: toLock(row) },
-    });
+    return new AppError(
+      'conversation_locked',
+      `Conversation ${row.conversation_id} is locked by member ${row.holder_member_id} until ${row.idle_expires_at} unless renewed.`,
+      {
+        extra: { lock: toLock(row) },
+      },
+    );
   }
 
   /**
@@ -126,9 +131,15 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
   async function rearm(trx: Trx, from: string | null, row: Row): Promise<void> {
     if (from === row.idle_expires_at) return;
     if (from !== null) await queue.cancel(trx, timerKey(row.id, from));
-    await queue.enqueue(trx, conversationLockExpire, { lock_id: row.id, ends_at: row.idle_expires_at }, {
-      runAt: new Date(row.idle_expires_at), dedupeKey: timerKey(row.id, row.idle_expires_at),
-    });
+    await queue.enqueue(
+      trx,
+      conversationLockExpire,
+      { lock_id: row.id, ends_at: row.idle_expires_at },
+      {
+        runAt: new Date(row.idle_expires_at),
+        dedupeKey: timerKey(row.id, row.idle_expires_at),
+      },
+    );
   }
 
   async function change(trx: Trx, row: Row, changes: LockChanges): Promise<Row> {
@@ -252,12 +263,18 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
         const held = await heldBy(trx, principal, conversationId);
         const member = await members.find(principal.organizationId, target, trx);
         if (member === undefined) throw noSuchMember(target);
-        if (!ROLE_SCOPES[member.role].includes('messages:write')) throw invalidParam('/member_id', `cannot hold a lock: a ${member.role} may not send messages`);
+        if (!ROLE_SCOPES[member.role].includes('messages:write'))
+          throw invalidParam('/member_id', `cannot hold a lock: a ${member.role} may not send messages`);
         const now = clock.now();
         const next = await change(trx, held, {
           ...leaseFrom(now, held.ttl_seconds, held.idle_seconds),
-          holder_member_id: target, previous_holder_member_id: held.holder_member_id, acquired_at: now.toISOString(), last_change: 'transferred',
-          request_member_id: null, request_message: null, requested_at: null,
+          holder_member_id: target,
+          previous_holder_member_id: held.holder_member_id,
+          acquired_at: now.toISOString(),
+          last_change: 'transferred',
+          request_member_id: null,
+          request_message: null,
+          requested_at: null,
         });
         await rearm(trx, held.idle_expires_at, next);
         await announce(trx, next);
@@ -277,7 +294,12 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
         if (!held) throw new AppError('invalid_state', `Conversation ${conversationId} is not locked: acquire the lock instead.`);
         if (held.holder_member_id === memberId) throw new AppError('invalid_state', 'You hold this lock already.');
         const next = await change(trx, held, { request_member_id: memberId, request_message: input.message ?? null, requested_at: clock.now().toISOString() });
-        await events.emit(trx, { type: 'conversation.lock_requested', organizationId: next.organization_id, connectionId: next.connection_id, object: toLock(next) });
+        await events.emit(trx, {
+          type: 'conversation.lock_requested',
+          organizationId: next.organization_id,
+          connectionId: next.connection_id,
+          object: toLock(next),
+        });
         return toLock(next);
       });
     },

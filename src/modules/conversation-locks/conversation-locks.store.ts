@@ -16,8 +16,12 @@ export function createConversationLocksStore() {
   return {
     /** The conversation's `held` lease, whether or not its deadline has passed. */
     findHeld(db: Db, organizationId: string, conversationId: string): Promise<ConversationLocksTable | undefined> {
-      return db.selectFrom('conversation_locks').selectAll()
-        .where('organization_id', '=', organizationId).where('conversation_id', '=', conversationId).where('status', '=', HELD)
+      return db
+        .selectFrom('conversation_locks')
+        .selectAll()
+        .where('organization_id', '=', organizationId)
+        .where('conversation_id', '=', conversationId)
+        .where('status', '=', HELD)
         .executeTakeFirst();
     },
     /** As `findHeld`, locked. A lease ended while this waited for its lock is not returned: PostgreSQL re-reads the row. */
@@ -37,7 +41,12 @@ export function createConversationLocksStore() {
         .values(row)
         // The target names the partial unique index, predicate included and written as the index's own
         // (SQLite matches it as text: a bound parameter in its place matches no index).
-        .onConflict((conflict) => conflict.column('conversation_id').where(sql<boolean>`status = 'held'`).doNothing())
+        .onConflict((conflict) =>
+          conflict
+            .column('conversation_id')
+            .where(sql<boolean>`status = 'held'`)
+            .doNothing(),
+        )
         .executeTakeFirst();
       return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
     },

@@ -7,7 +7,10 @@ import { addMember, assertError, createConnection, createKey, inbound, settle, s
 
 const LOCK_EVENTS = ['conversation.lock_changed', 'conversation.lock_requested'];
 
-interface Member { token: string; memberId: string }
+interface Member {
+  token: string;
+  memberId: string;
+}
 
 describe('conversation locks', () => {
   let server: TestServer;
@@ -46,7 +49,10 @@ describe('conversation locks', () => {
       .map((row) => ({ type: row.type, connection_id: row.connection_id, created_at: row.created_at, object: JSON.parse(row.data) as Record<string, any> }))
       .filter((event) => event.object.conversation_id === conversationId);
   }
-  const changes = async (conversationId: string) => (await lockEvents(conversationId)).map((event) => `${event.type === 'conversation.lock_requested' ? 'requested' : event.object.last_change}:${event.object.holder.member_id}`);
+  const changes = async (conversationId: string) =>
+    (await lockEvents(conversationId)).map(
+      (event) => `${event.type === 'conversation.lock_requested' ? 'requested' : event.object.last_change}:${event.object.holder.member_id}`,
+    );
   const iso = (ms: number) => new Date(ms).toISOString();
   const lastChanges = async (conversationId: string) => (await lockEvents(conversationId)).map((event) => event.object.last_change as string);
   const readLock = (conversationId: string) => server.request('GET', `/v1/conversations/${conversationId}/lock`, { token: key });
@@ -97,7 +103,8 @@ describe('conversation locks', () => {
       const conversationId = await conversation();
       const lock = (await acquire(alice, conversationId)).body;
       await settle(server);
-      const delivered = receiver.received.map((request) => JSON.parse(request.body) as { type: string; connection_id: string; data: { object: Record<string, any> } })
+      const delivered = receiver.received
+        .map((request) => JSON.parse(request.body) as { type: string; connection_id: string; data: { object: Record<string, any> } })
         .filter((event) => event.data.object.id === lock.id);
       assert.equal(delivered.length, 1);
       assert.equal(delivered[0]!.type, 'conversation.lock_changed');
@@ -123,9 +130,17 @@ describe('conversation locks', () => {
       assert.equal(renewed.body.expires_at, iso(now + 60 * SECOND));
       assert.equal(renewed.body.idle_expires_at, iso(now + 20 * SECOND));
       assert.deepEqual(await changes(conversationId), [`acquired:${alice.memberId}`]);
-      const timers = await server.app.store.db.selectFrom('jobs').select('run_at').where('name', '=', 'conversation_lock.expire').where('status', '=', 'queued')
-        .where('dedupe_key', 'like', `%${first.id}%`).execute();
-      assert.deepEqual(timers.map((job) => job.run_at), [iso(now + 20 * SECOND)]);
+      const timers = await server.app.store.db
+        .selectFrom('jobs')
+        .select('run_at')
+        .where('name', '=', 'conversation_lock.expire')
+        .where('status', '=', 'queued')
+        .where('dedupe_key', 'like', `%${first.id}%`)
+        .execute();
+      assert.deepEqual(
+        timers.map((job) => job.run_at),
+        [iso(now + 20 * SECOND)],
+      );
     });
 
     it('a renewal may change the periods; an idle period left out follows a shorter TTL down', async () => {
@@ -165,7 +180,12 @@ describe('conversation locks', () => {
       assert.equal(next.status, 201, next.text);
       assert.notEqual(next.body.id, lock.id, 'a new lease is a new lock');
       assert.deepEqual(await changes(conversationId), [`acquired:${alice.memberId}`, `released:${alice.memberId}`, `acquired:${bob.memberId}`]);
-      const queued = await server.app.store.db.selectFrom('jobs').select('id').where('dedupe_key', 'like', `%${lock.id}%`).where('status', '=', 'queued').execute();
+      const queued = await server.app.store.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('dedupe_key', 'like', `%${lock.id}%`)
+        .where('status', '=', 'queued')
+        .execute();
       assert.equal(queued.length, 0, 'the released lease’s timer is cancelled');
     });
   });
@@ -203,7 +223,11 @@ describe('conversation locks', () => {
       const asked = await requestHandover(bob, conversationId, { message: 'The customer is mine from yesterday.' });
       assert.equal(asked.status, 200, asked.text);
       assert.deepEqual(asked.body.holder, { member_id: alice.memberId });
-      assert.deepEqual(asked.body.handover_request, { member_id: bob.memberId, message: 'The customer is mine from yesterday.', requested_at: server.clock.now().toISOString() });
+      assert.deepEqual(asked.body.handover_request, {
+        member_id: bob.memberId,
+        message: 'The customer is mine from yesterday.',
+        requested_at: server.clock.now().toISOString(),
+      });
       const events = await lockEvents(conversationId);
       assert.equal(events.at(-1)!.type, 'conversation.lock_requested');
       assert.deepEqual(events.at(-1)!.object, asked.body);
@@ -242,9 +266,17 @@ describe('conversation locks', () => {
       const alice = await agent();
       const conversationId = await conversation();
       assert.equal(assertError(await acquire(alice, conversationId, { ttl_seconds: 60, idle_seconds: 61 }), 400, 'validation_failed').param, '/idle_seconds');
-      assert.equal(assertError(await acquire(alice, conversationId, { idle_seconds: 301 }), 400, 'validation_failed').param, '/idle_seconds', 'against the default TTL');
+      assert.equal(
+        assertError(await acquire(alice, conversationId, { idle_seconds: 301 }), 400, 'validation_failed').param,
+        '/idle_seconds',
+        'against the default TTL',
+      );
       await acquire(alice, conversationId, { ttl_seconds: 60 });
-      assert.equal(assertError(await acquire(alice, conversationId, { idle_seconds: 90 }), 400, 'validation_failed').param, '/idle_seconds', 'against the lock’s own TTL');
+      assert.equal(
+        assertError(await acquire(alice, conversationId, { idle_seconds: 90 }), 400, 'validation_failed').param,
+        '/idle_seconds',
+        'against the lock’s own TTL',
+      );
     });
 
     it('acquiring a conversation another member holds is conversation_locked, naming the holder and the expiry', async () => {
@@ -293,7 +325,11 @@ describe('conversation locks', () => {
       assert.equal(assertError(await transfer(alice, conversationId, 'bob'), 400, 'validation_failed').param, '/member_id');
 
       const viewer = await addMember(server, owner.organizationId, 'viewer');
-      assert.equal(assertError(await transfer(alice, conversationId, viewer.memberId), 400, 'validation_failed').param, '/member_id', 'a viewer cannot send, so cannot hold');
+      assert.equal(
+        assertError(await transfer(alice, conversationId, viewer.memberId), 400, 'validation_failed').param,
+        '/member_id',
+        'a viewer cannot send, so cannot hold',
+      );
       assert.deepEqual(await changes(conversationId), [`acquired:${alice.memberId}`], 'nothing moved');
     });
 
@@ -339,7 +375,14 @@ describe('conversation locks', () => {
       const taken = await acquire(bob, conversationId);
       assert.equal(taken.status, 201, taken.text);
       const events = await lockEvents(conversationId);
-      assert.deepEqual(events.map((event) => [event.object.id, event.object.last_change]), [[lock.id, 'acquired'], [lock.id, 'released'], [taken.body.id, 'acquired']]);
+      assert.deepEqual(
+        events.map((event) => [event.object.id, event.object.last_change]),
+        [
+          [lock.id, 'acquired'],
+          [lock.id, 'released'],
+          [taken.body.id, 'acquired'],
+        ],
+      );
     });
   });
 
@@ -377,7 +420,12 @@ describe('conversation locks', () => {
       assert.equal(released.status, 200, released.text);
       // Bob either came first (refused) or after (got it); never a second held lease.
       assert.ok([201, 409].includes(taken.status), taken.text);
-      const held = await server.app.store.db.selectFrom('conversation_locks').select('id').where('conversation_id', '=', conversationId).where('status', '=', 'held').execute();
+      const held = await server.app.store.db
+        .selectFrom('conversation_locks')
+        .select('id')
+        .where('conversation_id', '=', conversationId)
+        .where('status', '=', 'held')
+        .execute();
       assert.equal(held.length, taken.status === 201 ? 1 : 0);
     });
   });
@@ -414,7 +462,10 @@ describe('conversation locks', () => {
       assert.deepEqual(await lastChanges(conversationId), ['acquired']);
       await runTo(start, 30 * SECOND);
       const events = await lockEvents(conversationId);
-      assert.deepEqual(events.map((event) => event.object.last_change), ['acquired', 'idle']);
+      assert.deepEqual(
+        events.map((event) => event.object.last_change),
+        ['acquired', 'idle'],
+      );
       assert.equal(events[1]!.object.status, 'idle');
       assert.equal(events[1]!.object.ended_at, iso(start + 30 * SECOND));
       assert.equal(events[1]!.object.expires_at, iso(start + 300 * SECOND), 'the TTL was still ahead');
@@ -458,13 +509,19 @@ describe('conversation locks', () => {
       const start = server.clock.now().getTime();
       await acquire(alice, conversationId, { ttl_seconds: 60, idle_seconds: 60 });
       await runTo(start, 40 * SECOND);
-      const moved = await server.request('POST', `/v1/conversations/${conversationId}/lock/transfer`, { token: alice.token, body: { member_id: bob.memberId } });
+      const moved = await server.request('POST', `/v1/conversations/${conversationId}/lock/transfer`, {
+        token: alice.token,
+        body: { member_id: bob.memberId },
+      });
       assert.equal(moved.status, 200, moved.text);
       await runTo(start, 60 * SECOND);
       assert.deepEqual(await lastChanges(conversationId), ['acquired', 'transferred']);
       await runTo(start, 100 * SECOND);
       const events = await lockEvents(conversationId);
-      assert.deepEqual(events.map((event) => event.object.last_change), ['acquired', 'transferred', 'expired']);
+      assert.deepEqual(
+        events.map((event) => event.object.last_change),
+        ['acquired', 'transferred', 'expired'],
+      );
       assert.deepEqual(events[2]!.object.holder, { member_id: bob.memberId });
     });
 
@@ -481,7 +538,14 @@ describe('conversation locks', () => {
       const taken = await acquire(bob, conversationId);
       assert.equal(taken.status, 201, taken.text);
       const events = await lockEvents(conversationId);
-      assert.deepEqual(events.map((event) => [event.object.id, event.object.last_change]), [[lock.id, 'acquired'], [lock.id, 'idle'], [taken.body.id, 'acquired']]);
+      assert.deepEqual(
+        events.map((event) => [event.object.id, event.object.last_change]),
+        [
+          [lock.id, 'acquired'],
+          [lock.id, 'idle'],
+          [taken.body.id, 'acquired'],
+        ],
+      );
       assert.equal(events[1]!.object.ended_at, iso(start + 10 * SECOND), 'ended at its deadline, not when noticed');
       await settle(server);
       assert.equal((await lockEvents(conversationId)).length, 3, 'the old timer finds nothing left to do');
@@ -525,7 +589,10 @@ describe('conversation locks', () => {
       const contactOf = async (conversationId: string) =>
         (await server.app.store.db.selectFrom('conversations').select('contact_id').where('id', '=', conversationId).executeTakeFirstOrThrow()).contact_id;
       const lock = (await acquire(alice, source)).body;
-      const merged = await server.request('POST', `/v1/contacts/${await contactOf(survivor)}/merge`, { token: key, body: { source_contact_id: await contactOf(source) } });
+      const merged = await server.request('POST', `/v1/contacts/${await contactOf(survivor)}/merge`, {
+        token: key,
+        body: { source_contact_id: await contactOf(source) },
+      });
       assert.equal(merged.status, 200, merged.text);
       assert.deepEqual(await lastChanges(source), ['acquired', 'released']);
       const rows = await server.app.store.db.selectFrom('conversation_locks').select('id').where('id', '=', lock.id).execute();

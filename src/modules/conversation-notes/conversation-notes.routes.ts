@@ -19,7 +19,13 @@ export function registerConversationNotesRoutes(app: HttpServer, service: Conver
 
   app.post('/v1/conversations/:id/notes', {
     config: { access: write },
-    schema: { tags, summary: 'Add an internal note to a conversation (never sent to the customer)', params, body: CreateNoteBody, response: { 201: NoteSchema } },
+    schema: {
+      tags,
+      summary: 'Add an internal note to a conversation (never sent to the customer)',
+      params,
+      body: CreateNoteBody,
+      response: { 201: NoteSchema },
+    },
     handler: async (request, reply) => reply.code(201).send(await service.create(requirePrincipal(request), request.params.id, request.body)),
   });
 }

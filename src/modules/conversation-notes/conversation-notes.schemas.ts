@@ -6,10 +6,13 @@ export const NoteSchema = Type.Object({
   id: Id('note'),
   object: Type.Literal('note'),
   conversation_id: Id('conversation'),
-  author: Type.Object({
-    member_id: Nullable(Id('member'), { description: 'The member who wrote it with a dashboard token; null for API keys and OAuth tokens.' }),
-    credential_kind: Type.Enum(CREDENTIAL_KINDS),
-  }, { description: 'Who wrote the note.' }),
+  author: Type.Object(
+    {
+      member_id: Nullable(Id('member'), { description: 'The member who wrote it with a dashboard token; null for API keys and OAuth tokens.' }),
+      credential_kind: Type.Enum(CREDENTIAL_KINDS),
+    },
+    { description: 'Who wrote the note.' },
+  ),
   body: Type.String({ description: 'The text, for your team only: never sent to the customer.' }),
   metadata: Metadata,
   created_at: Timestamp,

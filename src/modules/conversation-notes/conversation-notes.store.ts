@@ -8,7 +8,11 @@ export function createConversationNotesStore() {
       await db.insertInto('conversation_notes').values(row).execute();
     },
     list(db: Db, conversationId: string, page: PageRequest) {
-      return paginate(db.selectFrom('conversation_notes').selectAll().where('conversation_id', '=', conversationId), { id: 'id', createdAt: 'created_at' }, page);
+      return paginate(
+        db.selectFrom('conversation_notes').selectAll().where('conversation_id', '=', conversationId),
+        { id: 'id', createdAt: 'created_at' },
+        page,
+      );
     },
     /** Files one conversation's notes under another (a contact merge folding the two). */
     async move(db: Db, fromConversationId: string, toConversationId: string): Promise<void> {

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, inbound, newCustomer, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import {
+  addMember,
+  assertError,
+  createConnection,
+  createKey,
+  inbound,
+  newCustomer,
+  signUp,
+  type SignedUp,
+  startServerWithOwner,
+} from '../../../test/factories.ts';
 
 describe('conversation notes', () => {
   let server: TestServer;
@@ -21,19 +31,28 @@ describe('conversation notes', () => {
     return { id: message.conversation_id, contact_id: message.contact_id };
   }
 
-  const write = (conversationId: string, body: unknown, token = owner.token) => server.request('POST', `/v1/conversations/${conversationId}/notes`, { token, body });
-  const read = (conversationId: string, query = '', token = owner.token) => server.request('GET', `/v1/conversations/${conversationId}/notes${query}`, { token });
+  const write = (conversationId: string, body: unknown, token = owner.token) =>
+    server.request('POST', `/v1/conversations/${conversationId}/notes`, { token, body });
+  const read = (conversationId: string, query = '', token = owner.token) =>
+    server.request('GET', `/v1/conversations/${conversationId}/notes${query}`, { token });
 
   it('a note answers 201 with its author: the member for a dashboard token, none for an API key', async () => {
     const conversation = await conversationWith();
     const byMember = await write(conversation.id, { body: 'Customer is on holiday until Monday.', metadata: { ticket: 'T-1' } });
     assert.equal(byMember.status, 201, byMember.text);
     assert.match(byMember.body.id, /^note_[0-9A-HJKMNP-TV-Z]{26}$/);
-    assert.deepEqual({ ...byMember.body, id: undefined }, {
-      id: undefined, object: 'note', conversation_id: conversation.id,
-      author: { member_id: owner.memberId, credential_kind: 'dashboard_token' },
-      body: 'Customer is on holiday until Monday.', metadata: { ticket: 'T-1' }, created_at: server.clock.now().toISOString(),
-    });
+    assert.deepEqual(
+      { ...byMember.body, id: undefined },
+      {
+        id: undefined,
+        object: 'note',
+        conversation_id: conversation.id,
+        author: { member_id: owner.memberId, credential_kind: 'dashboard_token' },
+        body: 'Customer is on holiday until Monday.',
+        metadata: { ticket: 'T-1' },
+        created_at: server.clock.now().toISOString(),
+      },
+    );
     const byKey = await write(conversation.id, { body: 'Refund approved.' }, key);
     assert.deepEqual(byKey.body.author, { member_id: null, credential_kind: 'organization_key' });
     assert.deepEqual(byKey.body.metadata, {});
@@ -67,7 +86,12 @@ describe('conversation notes', () => {
 
   it('refuses an empty body, one over 4,000 characters and unknown fields', async () => {
     const conversation = await conversationWith();
-    for (const [body, param] of [[{ body: '' }, '/body'], [{ body: 'x'.repeat(4001) }, '/body'], [{}, '/body'], [{ body: 'x', pinned: true }, '/pinned']] as const) {
+    for (const [body, param] of [
+      [{ body: '' }, '/body'],
+      [{ body: 'x'.repeat(4001) }, '/body'],
+      [{}, '/body'],
+      [{ body: 'x', pinned: true }, '/pinned'],
+    ] as const) {
       assert.equal(assertError(await write(conversation.id, body), 400, 'validation_failed').param, param);
     }
     assert.equal((await write(conversation.id, { body: 'x'.repeat(4000) })).status, 201);
@@ -105,7 +129,10 @@ describe('conversation notes', () => {
     const [survivor, source] = [await conversationWith(), await conversationWith()];
     const kept = (await write(survivor.id, { body: 'on the survivor' })).body;
     const moved = (await write(source.id, { body: 'on the source' })).body;
-    const merge = await server.request('POST', `/v1/contacts/${survivor.contact_id}/merge`, { token: owner.token, body: { source_contact_id: source.contact_id } });
+    const merge = await server.request('POST', `/v1/contacts/${survivor.contact_id}/merge`, {
+      token: owner.token,
+      body: { source_contact_id: source.contact_id },
+    });
     assert.equal(merge.status, 200, merge.text);
     assert.deepEqual((await read(survivor.id, '?order=asc')).body.data, [kept, { ...moved, conversation_id: survivor.id }]);
     assertError(await read(source.id), 404, 'resource_not_found');

@@ -14,7 +14,12 @@ export interface ConversationRelations {
 }
 
 /** Embeds the requested relations into a page of conversations with one lookup per relation. */
-export function embedConversationRelations(principal: Principal, items: Conversation[], expand: readonly string[], relations: ConversationRelations): Promise<Conversation[]> {
+export function embedConversationRelations(
+  principal: Principal,
+  items: Conversation[],
+  expand: readonly string[],
+  relations: ConversationRelations,
+): Promise<Conversation[]> {
   return embedRelations(items, expand, {
     contact: { key: (conversation) => conversation.contact_id, load: (ids) => relations.contacts(principal, ids) },
     last_message: { key: (conversation) => conversation.id, load: (ids) => relations.lastMessages(ids) },

@@ -5,7 +5,10 @@ import { startServer, suiteScope, type TestServer } from '../../../test/harness.
 import { addMember, assertError, createConnection, createKey, inbound as inboundRow, newCustomer, signUp, type SignedUp } from '../../../test/factories.ts';
 
 type Conversation = Record<string, any> & { id: string; contact_id: string; connection_id: string; state: string; tags: string[]; updated_at: string };
-interface Connection { id: string; phone_number_id: string }
+interface Connection {
+  id: string;
+  phone_number_id: string;
+}
 
 describe('the /v1/conversations endpoints', () => {
   let server: TestServer;
@@ -89,7 +92,14 @@ describe('the /v1/conversations endpoints', () => {
     });
 
     it('bad filters are validation_failed on their /query pointer', async () => {
-      for (const [query, param] of [['state=done', '/query/state'], ['assignee=bob', '/query/assignee'], ['tag=VIP', '/query/tag'], ['window=soon', '/query/window'], ['connection_id=ct_1', '/query/connection_id'], ['colour=blue', '/query/colour']]) {
+      for (const [query, param] of [
+        ['state=done', '/query/state'],
+        ['assignee=bob', '/query/assignee'],
+        ['tag=VIP', '/query/tag'],
+        ['window=soon', '/query/window'],
+        ['connection_id=ct_1', '/query/connection_id'],
+        ['colour=blue', '/query/colour'],
+      ]) {
         const error = assertError(await server.request('GET', `/v1/conversations?${query}`, { token: key }), 400, 'validation_failed');
         assert.equal(error.param, param, query);
       }
@@ -105,8 +115,14 @@ describe('the /v1/conversations endpoints', () => {
       await patch(closed.id, { state: 'closed' });
       const byState = async (state: string) => ids(await list(`state=${state}`));
       assert.ok((await byState('open')).includes(open.id) && !(await byState('open')).includes(closed.id));
-      assert.deepEqual((await byState('pending')).filter((id) => [open.id, pending.id, closed.id].includes(id)), [pending.id]);
-      assert.deepEqual((await byState('closed')).filter((id) => [open.id, pending.id, closed.id].includes(id)), [closed.id]);
+      assert.deepEqual(
+        (await byState('pending')).filter((id) => [open.id, pending.id, closed.id].includes(id)),
+        [pending.id],
+      );
+      assert.deepEqual(
+        (await byState('closed')).filter((id) => [open.id, pending.id, closed.id].includes(id)),
+        [closed.id],
+      );
     });
 
     it('assignee: a member id, or none', async () => {
@@ -162,12 +178,16 @@ describe('the /v1/conversations endpoints', () => {
       const none = await page(7, '');
       assert.equal(small.data.length, 2);
       assert.equal(large.data.length, 7);
-      assert.ok(large.data.every((conversation) => conversation.contact?.id === conversation.contact_id && conversation.last_message?.conversation_id === conversation.id));
+      assert.ok(
+        large.data.every(
+          (conversation) => conversation.contact?.id === conversation.contact_id && conversation.last_message?.conversation_id === conversation.id,
+        ),
+      );
       assert.equal(large.count, small.count);
       assert.equal(large.count, none.count + 2);
     });
 
-    it("a deleted contact expands to null; an unknown relation is refused", async () => {
+    it('a deleted contact expands to null; an unknown relation is refused', async () => {
       const conversation = await inbound();
       assert.equal((await server.request('DELETE', `/v1/contacts/${conversation.contact_id}`, { token: key })).status, 200);
       assert.equal((await server.request('GET', `/v1/conversations/${conversation.id}?expand=contact`, { token: key })).body.contact, null);
@@ -206,11 +226,19 @@ describe('the /v1/conversations endpoints', () => {
 
     it('refuses unknown fields, bad states and too much metadata', async () => {
       const conversation = await inbound();
-      for (const [body, param] of [[{ assignee_id: null }, '/assignee_id'], [{ state: 'archived' }, '/state'], [{ tags: ['x'] }, '/tags']] as const) {
+      for (const [body, param] of [
+        [{ assignee_id: null }, '/assignee_id'],
+        [{ state: 'archived' }, '/state'],
+        [{ tags: ['x'] }, '/tags'],
+      ] as const) {
         assert.equal(assertError(await patch(conversation.id, body), 400, 'validation_failed').param, param);
       }
       await patch(conversation.id, { metadata: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${i}`, i])) });
-      const error = assertError(await patch(conversation.id, { metadata: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`j${i}`, i])) }), 400, 'validation_failed');
+      const error = assertError(
+        await patch(conversation.id, { metadata: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`j${i}`, i])) }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/metadata');
     });
 
@@ -239,7 +267,13 @@ describe('the /v1/conversations endpoints', () => {
       assert.equal((await post(conversation.id, 'assign', { member_id: agent.memberId })).status, 200);
       const unassigned = await post(conversation.id, 'assign', { member_id: null }, agent.token);
       assert.equal(unassigned.body.assignee_id, null);
-      assert.deepEqual((await updates(conversation.id)).map((event) => [event.previous.assignee_id, event.object.assignee_id]), [[null, agent.memberId], [agent.memberId, null]]);
+      assert.deepEqual(
+        (await updates(conversation.id)).map((event) => [event.previous.assignee_id, event.object.assignee_id]),
+        [
+          [null, agent.memberId],
+          [agent.memberId, null],
+        ],
+      );
     });
 
     it("another organization's member, a removed one and an unknown one are 404 on /member_id; nothing changes", async () => {
@@ -250,7 +284,10 @@ describe('the /v1/conversations endpoints', () => {
         const error = assertError(await post(conversation.id, 'assign', { member_id: memberId }), 404, 'resource_not_found');
         assert.equal(error.param, '/member_id');
       }
-      assert.equal(assertError(await post(conversation.id, 'assign', { member_id: 'ct_01J00000000000000000000000' }), 400, 'validation_failed').param, '/member_id');
+      assert.equal(
+        assertError(await post(conversation.id, 'assign', { member_id: 'ct_01J00000000000000000000000' }), 400, 'validation_failed').param,
+        '/member_id',
+      );
       assert.equal(assertError(await post(conversation.id, 'assign', {}), 400, 'validation_failed').param, '/member_id');
       assert.deepEqual(await updates(conversation.id), []);
     });
@@ -272,7 +309,10 @@ describe('the /v1/conversations endpoints', () => {
         assert.equal(response.status, 200, response.text);
         assert.equal(response.body.control, control);
       }
-      assert.deepEqual((await updates(conversation.id)).map((event) => event.previous.control), ['api', 'automation', 'agent', 'app']);
+      assert.deepEqual(
+        (await updates(conversation.id)).map((event) => event.previous.control),
+        ['api', 'automation', 'agent', 'app'],
+      );
       assert.equal(assertError(await post(conversation.id, 'control', { control: 'bot' }), 400, 'validation_failed').param, '/control');
     });
 
@@ -284,7 +324,10 @@ describe('the /v1/conversations endpoints', () => {
       await db.transaction().execute((trx) => conversations.handToApp(trx, conversation.id));
       await db.transaction().execute((trx) => conversations.handToApp(trx, conversation.id));
       assert.equal((await get(conversation.id)).body.control, 'app');
-      assert.deepEqual((await updates(conversation.id)).map((event) => event.previous.control), ['api']);
+      assert.deepEqual(
+        (await updates(conversation.id)).map((event) => event.previous.control),
+        ['api'],
+      );
     });
   });
 
@@ -299,8 +342,14 @@ describe('the /v1/conversations endpoints', () => {
       const removed = await server.request('DELETE', `/v1/conversations/${conversation.id}/tags/billing:late`, { token: key });
       assert.equal(removed.status, 200, removed.text);
       assert.deepEqual(removed.body.tags, ['a_b-c', 'new', 'vip']);
-      assert.deepEqual(ids(await list('tag=billing:late')).filter((id) => id === conversation.id), []);
-      assert.deepEqual((await updates(conversation.id)).map((event) => event.previous.tags), [[], ['a_b-c', 'billing:late', 'vip'], ['a_b-c', 'billing:late', 'new', 'vip']]);
+      assert.deepEqual(
+        ids(await list('tag=billing:late')).filter((id) => id === conversation.id),
+        [],
+      );
+      assert.deepEqual(
+        (await updates(conversation.id)).map((event) => event.previous.tags),
+        [[], ['a_b-c', 'billing:late', 'vip'], ['a_b-c', 'billing:late', 'new', 'vip']],
+      );
     });
 
     it('removing a tag the conversation does not have answers it unchanged and emits nothing', async () => {
@@ -328,7 +377,10 @@ describe('the /v1/conversations endpoints', () => {
       assert.equal(error.details[0].code, 'too_many');
       assert.equal((await get(conversation.id)).body.tags.length, 20);
       assert.deepEqual(ids(await list('tag=one-more')), []);
-      assert.equal(assertError(await server.request('DELETE', `/v1/conversations/${conversation.id}/tags/Not-A-Tag`, { token: key }), 400, 'validation_failed').param, '/path/tag');
+      assert.equal(
+        assertError(await server.request('DELETE', `/v1/conversations/${conversation.id}/tags/Not-A-Tag`, { token: key }), 400, 'validation_failed').param,
+        '/path/tag',
+      );
     });
   });
 
@@ -363,10 +415,17 @@ describe('the /v1/conversations endpoints', () => {
       assert.equal((await get(conversation.id, viewer.token)).status, 200);
       assert.equal((await server.request('GET', '/v1/conversations', { token: viewer.token })).status, 200);
       for (const [method, path, body] of [
-        ['PATCH', '', { state: 'closed' }], ['POST', '/assign', { member_id: null }], ['POST', '/control', { control: 'agent' }],
-        ['POST', '/tags', { tags: ['x'] }], ['DELETE', '/tags/x', undefined],
+        ['PATCH', '', { state: 'closed' }],
+        ['POST', '/assign', { member_id: null }],
+        ['POST', '/control', { control: 'agent' }],
+        ['POST', '/tags', { tags: ['x'] }],
+        ['DELETE', '/tags/x', undefined],
       ] as const) {
-        const error = assertError(await server.request(method, `/v1/conversations/${conversation.id}${path}`, { token: viewer.token, ...(body ? { body } : {}) }), 403, 'scope_missing');
+        const error = assertError(
+          await server.request(method, `/v1/conversations/${conversation.id}${path}`, { token: viewer.token, ...(body ? { body } : {}) }),
+          403,
+          'scope_missing',
+        );
         assert.equal(error.required_scope, 'messages:write');
       }
       const agent = await addMember(server, owner.organizationId, 'agent');
@@ -393,7 +452,11 @@ describe('the /v1/conversations endpoints', () => {
       const [survivor, source] = [await inbound(), await inbound()];
       await post(survivor.id, 'tags', { tags: Array.from({ length: 15 }, (_, i) => `a${i}`) });
       await post(source.id, 'tags', { tags: Array.from({ length: 15 }, (_, i) => `b${i}`) });
-      const error = assertError(await server.request('POST', `/v1/contacts/${survivor.contact_id}/merge`, { token: key, body: { source_contact_id: source.contact_id } }), 400, 'validation_failed');
+      const error = assertError(
+        await server.request('POST', `/v1/contacts/${survivor.contact_id}/merge`, { token: key, body: { source_contact_id: source.contact_id } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(error.param, '/source_contact_id');
       assert.equal((await get(source.id)).status, 200, 'nothing was merged');
     });

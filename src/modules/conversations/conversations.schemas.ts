@@ -25,13 +25,15 @@ export const ConversationSchema = Type.Object({
   state: Type.Enum(CONVERSATION_STATES, { description: '`open`, `pending` or `closed`; a new customer message reopens a pending or closed one.' }),
   assignee_id: Nullable(Id('member'), { description: 'The member the conversation is assigned to; null when unassigned.' }),
   control: Type.Enum(CONVERSATION_CONTROLS, {
-    description: 'Who answers now: `api` (your integration, the default), `automation`, `agent` (a person in an inbox) or `app` (the owner, from the business app).',
+    description:
+      'Who answers now: `api` (your integration, the default), `automation`, `agent` (a person in an inbox) or `app` (the owner, from the business app).',
   }),
   tags: Type.Array(Type.String(), { description: `Your labels, sorted; at most ${MAX_TAGS}.` }),
   last_message_at: Nullable(Timestamp),
   last_inbound_at: Nullable(Timestamp, { description: "The customer's last message: the 24-hour window runs from it." }),
   window_expires_at: Nullable(Timestamp, {
-    description: 'When the 24-hour customer service window closes (or closed, when in the past): `last_inbound_at` plus 24 hours; null before the customer first wrote.',
+    description:
+      'When the 24-hour customer service window closes (or closed, when in the past): `last_inbound_at` plus 24 hours; null before the customer first wrote.',
   }),
   metadata: Metadata,
   created_at: Timestamp,
@@ -70,7 +72,12 @@ export const ControlConversationBody = Strict({ control: Type.Enum(CONVERSATION_
 export type ControlConversationInput = Static<typeof ControlConversationBody>;
 
 export const AddTagsBody = Strict({
-  tags: Type.Array(Tag, { minItems: 1, maxItems: MAX_TAGS, uniqueItems: true, description: `Added to the conversation's tags; tags it has already are kept once. At most ${MAX_TAGS} in all.` }),
+  tags: Type.Array(Tag, {
+    minItems: 1,
+    maxItems: MAX_TAGS,
+    uniqueItems: true,
+    description: `Added to the conversation's tags; tags it has already are kept once. At most ${MAX_TAGS} in all.`,
+  }),
 });
 export type AddTagsInput = Static<typeof AddTagsBody>;
 

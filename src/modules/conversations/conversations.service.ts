@@ -142,19 +142,29 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
     if (from !== null) await queue.cancel(trx, warningKey(row.id, from));
     // A window that already closed (a late webhook) has nothing to warn about.
     if (to === null || to === row.window_warning_for || Date.parse(to) <= clock.now().getTime()) return;
-    await queue.enqueue(trx, conversationWindowExpiring, { conversation_id: row.id, expires_at: to }, {
-      runAt: new Date(Date.parse(to) - WINDOW_WARNING_MS), dedupeKey: warningKey(row.id, to),
-    });
+    await queue.enqueue(
+      trx,
+      conversationWindowExpiring,
+      { conversation_id: row.id, expires_at: to },
+      {
+        runAt: new Date(Date.parse(to) - WINDOW_WARNING_MS),
+        dedupeKey: warningKey(row.id, to),
+      },
+    );
   }
 
   async function emitUpdated(trx: Trx, organizationId: string, before: ConversationsTable, after: ConversationsTable): Promise<void> {
     await events.emit(trx, {
-      type: 'conversation.updated', organizationId, connectionId: after.connection_id,
-      object: toConversation(after), previousAttributes: changedAttributes(toConversation(before), toConversation(after)),
+      type: 'conversation.updated',
+      organizationId,
+      connectionId: after.connection_id,
+      object: toConversation(after),
+      previousAttributes: changedAttributes(toConversation(before), toConversation(after)),
     });
   }
 
-  const missing = (id: string, param: string | undefined) => (param ? new AppError('resource_not_found', `No such conversation: ${id}.`, { param }) : notFound('conversation'));
+  const missing = (id: string, param: string | undefined) =>
+    param ? new AppError('resource_not_found', `No such conversation: ${id}.`, { param }) : notFound('conversation');
 
   /** For other modules that address a conversation: `param` names the field that held the id, if not the path. */
   async function getForReference(executor: Db, principal: Principal, id: string, param?: string): Promise<Conversation> {
@@ -205,19 +215,29 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
     /** A filter naming another organization's (or an invisible) object simply matches nothing. */
     async list(principal: Principal, filters: ListConversationsFilters, page: PageRequest): Promise<Page<Conversation>> {
       const { assignee, window, ...rest } = filters;
-      return mapPage(await store.list(db, connectionScopeOf(principal), {
-        ...rest,
-        assigneeId: assignee === 'none' ? null : assignee,
-        window: window === undefined ? undefined : { open: window === 'open', since: new Date(clock.now().getTime() - WINDOW_MS).toISOString() },
-      }, page), toConversation);
+      return mapPage(
+        await store.list(
+          db,
+          connectionScopeOf(principal),
+          {
+            ...rest,
+            assigneeId: assignee === 'none' ? null : assignee,
+            window: window === undefined ? undefined : { open: window === 'open', since: new Date(clock.now().getTime() - WINDOW_MS).toISOString() },
+          },
+          page,
+        ),
+        toConversation,
+      );
     },
 
     /** `state` replaces; `metadata` is merged (a key sent as null is removed). */
     async update(principal: Principal, id: string, input: UpdateConversationInput): Promise<Conversation> {
-      return change(principal, id, (trx, row) => apply(trx, row, {
-        ...(input.state !== undefined ? { state: input.state } : {}),
-        metadata: mergeMetadata(row.metadata, input.metadata),
-      }));
+      return change(principal, id, (trx, row) =>
+        apply(trx, row, {
+          ...(input.state !== undefined ? { state: input.state } : {}),
+          metadata: mergeMetadata(row.metadata, input.metadata),
+        }),
+      );
     },
 
     /** Assigns to an active member of the conversation's organization, or unassigns (null). */
@@ -250,7 +270,8 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
     /** Removes a tag; removing one the conversation does not have changes nothing (DELETE is idempotent). */
     async removeTag(principal: Principal, id: string, tag: string): Promise<Conversation> {
       return change(principal, id, (trx, row) =>
-        apply(trx, row, { tags: JSON.stringify(tagsOf(row).filter((each) => each !== tag)) }, () => store.removeTag(trx, row.id, tag)));
+        apply(trx, row, { tags: JSON.stringify(tagsOf(row).filter((each) => each !== tag)) }, () => store.removeTag(trx, row.id, tag)),
+      );
     },
 
     /**
@@ -268,7 +289,10 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
      * window, and with it the warning timer. Imported history moves no clock and reopens nothing.
      * The thread's row is locked, so concurrent messages cannot move its clocks backwards.
      */
-    async recordMessage(trx: Trx, input: { organizationId: string; connectionId: string; contactId: string; at: Date; inbound: boolean; imported: boolean }): Promise<Conversation> {
+    async recordMessage(
+      trx: Trx,
+      input: { organizationId: string; connectionId: string; contactId: string; at: Date; inbound: boolean; imported: boolean },
+    ): Promise<Conversation> {
       const now = clock.now().toISOString();
       const at = input.at.toISOString();
       const fresh: ConversationsTable = {
@@ -335,7 +359,12 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
         if (Date.parse(expiresAt) <= clock.now().getTime()) return;
         // Not a change of the resource: `updated_at` stays.
         await store.update(trx, row.id, { window_warning_for: expiresAt });
-        await events.emit(trx, { type: 'conversation.window_expiring', organizationId: row.organization_id, connectionId: row.connection_id, object: toConversation(row) });
+        await events.emit(trx, {
+          type: 'conversation.window_expiring',
+          organizationId: row.organization_id,
+          connectionId: row.connection_id,
+          object: toConversation(row),
+        });
       });
     },
 
@@ -352,7 +381,10 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
      * catalogue has no `conversation.deleted`). The caller holds both contacts' locks, which every
      * inbound message takes first too, so no message can join a thread while it moves.
      */
-    async mergeContact(trx: Trx, input: { organizationId: string; sourceContactId: string; survivorContactId: string }): Promise<{ conversationsMoved: number; conversationsFolded: number; messagesMoved: number }> {
+    async mergeContact(
+      trx: Trx,
+      input: { organizationId: string; sourceContactId: string; survivorContactId: string },
+    ): Promise<{ conversationsMoved: number; conversationsFolded: number; messagesMoved: number }> {
       const now = clock.now().toISOString();
       const rows = await store.lockOfContacts(trx, [input.sourceContactId, input.survivorContactId]);
       const survivors = new Map(rows.filter((row) => row.contact_id === input.survivorContactId).map((row) => [row.connection_id, row]));
@@ -376,8 +408,14 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
         if (sourceExpiry !== null) await queue.cancel(trx, warningKey(source.id, sourceExpiry));
         await store.delete(trx, source.id);
         await store.update(trx, kept.id, {
-          state: next.state, assignee_id: next.assignee_id, tags: next.tags, last_message_at: next.last_message_at, last_inbound_at: next.last_inbound_at,
-          metadata: next.metadata, window_warning_for: next.window_warning_for, updated_at: now,
+          state: next.state,
+          assignee_id: next.assignee_id,
+          tags: next.tags,
+          last_message_at: next.last_message_at,
+          last_inbound_at: next.last_inbound_at,
+          metadata: next.metadata,
+          window_warning_for: next.window_warning_for,
+          updated_at: now,
         } satisfies ConversationChanges);
         await moveWarning(trx, next, expiryOf(kept.last_inbound_at));
         await emitUpdated(trx, input.organizationId, kept, next);

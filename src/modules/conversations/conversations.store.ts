@@ -26,7 +26,9 @@ export function createConversationsStore() {
   return {
     /** A conversation the scope may see. */
     find(db: Db, scope: ConnectionScope, id: string): Promise<ConversationsTable | undefined> {
-      return visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope).where('conversations.id', '=', id).executeTakeFirst();
+      return visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope)
+        .where('conversations.id', '=', id)
+        .executeTakeFirst();
     },
     findThread(db: Db, connectionId: string, contactId: string): Promise<ConversationsTable | undefined> {
       return db.selectFrom('conversations').selectAll().where('connection_id', '=', connectionId).where('contact_id', '=', contactId).executeTakeFirst();
@@ -44,12 +46,17 @@ export function createConversationsStore() {
     /** The contact's conversation with the latest customer message, among the connections the scope sees. */
     findLatestInbound(db: Db, contactId: string, scope: ConnectionScope): Promise<ConversationsTable | undefined> {
       const query = visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope)
-        .where('conversations.contact_id', '=', contactId).where('conversations.last_inbound_at', 'is not', null);
+        .where('conversations.contact_id', '=', contactId)
+        .where('conversations.last_inbound_at', 'is not', null);
       return query.orderBy('conversations.last_inbound_at', 'desc').orderBy('conversations.id', 'desc').limit(1).executeTakeFirst();
     },
     /** Inserts unless the thread exists; answers whether this call inserted it. */
     async insertIfAbsent(db: Db, row: ConversationsTable): Promise<boolean> {
-      const result = await db.insertInto('conversations').values(row).onConflict((conflict) => conflict.columns(['connection_id', 'contact_id']).doNothing()).executeTakeFirst();
+      const result = await db
+        .insertInto('conversations')
+        .values(row)
+        .onConflict((conflict) => conflict.columns(['connection_id', 'contact_id']).doNothing())
+        .executeTakeFirst();
       return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
     },
     async update(db: Db, id: string, changes: ConversationChanges): Promise<void> {
@@ -62,8 +69,11 @@ export function createConversationsStore() {
       if (filters.connectionId !== undefined) query = query.where('conversations.connection_id', '=', filters.connectionId);
       if (filters.contactId !== undefined) query = query.where('conversations.contact_id', '=', filters.contactId);
       if (filters.tag !== undefined) {
-        const tagged = db.selectFrom('conversation_tags').select('conversation_tags.conversation_id')
-          .where('conversation_tags.organization_id', '=', scope.organizationId).where('conversation_tags.tag', '=', filters.tag);
+        const tagged = db
+          .selectFrom('conversation_tags')
+          .select('conversation_tags.conversation_id')
+          .where('conversation_tags.organization_id', '=', scope.organizationId)
+          .where('conversation_tags.tag', '=', filters.tag);
         query = query.where('conversations.id', 'in', tagged);
       }
       const window = filters.window;
@@ -76,8 +86,11 @@ export function createConversationsStore() {
     },
     async addTags(db: Db, organizationId: string, conversationId: string, tags: readonly string[]): Promise<void> {
       if (tags.length === 0) return;
-      await db.insertInto('conversation_tags').values(tags.map((tag) => ({ conversation_id: conversationId, tag, organization_id: organizationId })))
-        .onConflict((conflict) => conflict.columns(['conversation_id', 'tag']).doNothing()).execute();
+      await db
+        .insertInto('conversation_tags')
+        .values(tags.map((tag) => ({ conversation_id: conversationId, tag, organization_id: organizationId })))
+        .onConflict((conflict) => conflict.columns(['conversation_id', 'tag']).doNothing())
+        .execute();
     },
     async removeTag(db: Db, conversationId: string, tag: string): Promise<void> {
       await db.deleteFrom('conversation_tags').where('conversation_id', '=', conversationId).where('tag', '=', tag).execute();

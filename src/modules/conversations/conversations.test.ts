@@ -29,8 +29,14 @@ describe('the window_expiring timer', () => {
   const expiries = async (conversationId: string) => (await warnings(conversationId)).map((event) => event.object.window_expires_at as string);
   const iso = (ms: number) => new Date(ms).toISOString();
   const queuedTimers = async (conversationId: string) =>
-    (await server.app.store.db.selectFrom('jobs').select(['run_at', 'dedupe_key']).where('name', '=', 'conversation.window_expiring').where('status', '=', 'queued').execute())
-      .filter((job) => job.dedupe_key!.includes(conversationId));
+    (
+      await server.app.store.db
+        .selectFrom('jobs')
+        .select(['run_at', 'dedupe_key'])
+        .where('name', '=', 'conversation.window_expiring')
+        .where('status', '=', 'queued')
+        .execute()
+    ).filter((job) => job.dedupe_key!.includes(conversationId));
 
   it('fires once, one hour before the window closes, with the conversation and when it closes', async () => {
     const start = server.clock.now().getTime();
@@ -56,7 +62,10 @@ describe('the window_expiring timer', () => {
     const message = await inbound(server, support, { from });
     await runTo(start, 10 * HOUR);
     await inbound(server, support, { from });
-    assert.deepEqual((await queuedTimers(message.conversation_id)).map((job) => job.run_at), [iso(start + 33 * HOUR)]);
+    assert.deepEqual(
+      (await queuedTimers(message.conversation_id)).map((job) => job.run_at),
+      [iso(start + 33 * HOUR)],
+    );
     await runTo(start, 23 * HOUR);
     assert.deepEqual(await warnings(message.conversation_id), []);
     await runTo(start, 33 * HOUR);
@@ -91,8 +100,12 @@ describe('the window_expiring timer', () => {
     const start = server.clock.now().getTime();
     const message = await inbound(server, support);
     await runTo(start, 23 * HOUR);
-    await server.app.store.db.updateTable('jobs').set({ status: 'queued', attempts: 0 })
-      .where('name', '=', 'conversation.window_expiring').where('dedupe_key', 'like', `%${message.conversation_id}%`).execute();
+    await server.app.store.db
+      .updateTable('jobs')
+      .set({ status: 'queued', attempts: 0 })
+      .where('name', '=', 'conversation.window_expiring')
+      .where('dedupe_key', 'like', `%${message.conversation_id}%`)
+      .execute();
     await runTo(start, 23 * HOUR + MINUTE);
     assert.equal((await warnings(message.conversation_id)).length, 1);
   });
@@ -107,10 +120,16 @@ describe('the window_expiring timer', () => {
 
   it('a message processed after its window closed (a late webhook) sets no timer', async () => {
     const start = server.clock.now().getTime();
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: support.phone_number_id, from: newCustomer(), type: 'text', text: 'hi' } });
+    const response = await server.request('POST', '/sandbox/control/inbound', {
+      body: { phone_number_id: support.phone_number_id, from: newCustomer(), type: 'text', text: 'hi' },
+    });
     await server.app.sandbox!.idle();
     await runTo(start, 25 * HOUR);
-    const message = await server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', response.body.message_id).executeTakeFirstOrThrow();
+    const message = await server.app.store.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('provider_message_id', '=', response.body.message_id)
+      .executeTakeFirstOrThrow();
     assert.equal(message.sent_at, iso(start));
     assert.deepEqual(await queuedTimers(message.conversation_id), []);
     assert.deepEqual(await warnings(message.conversation_id), []);
@@ -124,7 +143,13 @@ describe('the window_expiring timer', () => {
     const message = await inbound(server, coexistence, { from });
     await runTo(start, 5 * HOUR);
     const history = await server.request('POST', '/sandbox/control/history', {
-      body: { phone_number_id: coexistence.phone_number_id, phase: 0, chunk_order: 1, progress: 100, threads: [{ user: from, messages: [{ direction: 'inbound', text: 'from the app', timestamp: Math.floor((start + 5 * HOUR) / 1000) }] }] },
+      body: {
+        phone_number_id: coexistence.phone_number_id,
+        phase: 0,
+        chunk_order: 1,
+        progress: 100,
+        threads: [{ user: from, messages: [{ direction: 'inbound', text: 'from the app', timestamp: Math.floor((start + 5 * HOUR) / 1000) }] }],
+      },
     });
     assert.equal(history.status, 200, history.text);
     await settle(server);
@@ -145,7 +170,10 @@ describe('the window_expiring timer', () => {
       const source = await inbound(server, support);
       await runTo(start, 6 * HOUR);
       assert.equal((await merge(survivor.contact_id, source.contact_id)).status, 200);
-      assert.deepEqual((await queuedTimers(survivor.conversation_id)).map((job) => job.run_at), [iso(start + 28 * HOUR)]);
+      assert.deepEqual(
+        (await queuedTimers(survivor.conversation_id)).map((job) => job.run_at),
+        [iso(start + 28 * HOUR)],
+      );
       await runTo(start, 23 * HOUR);
       assert.deepEqual(await warnings(survivor.conversation_id), []);
       await runTo(start, 28 * HOUR);

@@ -4,12 +4,7 @@
  */
 const PAIRED = ['messages', 'contacts', 'templates', 'notifications', 'automations', 'runs', 'connections', 'connectors', 'webhooks'] as const;
 
-export const SCOPES = [
-  ...PAIRED.flatMap((family) => [`${family}:read`, `${family}:write`] as const),
-  'usage:read',
-  'runtime:proxy',
-  'keys:write',
-] as const;
+export const SCOPES = [...PAIRED.flatMap((family) => [`${family}:read`, `${family}:write`] as const), 'usage:read', 'runtime:proxy', 'keys:write'] as const;
 
 export type Scope = (typeof SCOPES)[number];
 
@@ -34,11 +29,16 @@ export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
 
 /** What a connection key holds unless narrowed at creation; it can never hold more. */
 export const CONNECTION_KEY_SCOPES: readonly Scope[] = [
-  'messages:read', 'messages:write',
-  'contacts:read', 'contacts:write',
-  'templates:read', 'templates:write',
-  'notifications:read', 'notifications:write',
-  'webhooks:read', 'webhooks:write',
+  'messages:read',
+  'messages:write',
+  'contacts:read',
+  'contacts:write',
+  'templates:read',
+  'templates:write',
+  'notifications:read',
+  'notifications:write',
+  'webhooks:read',
+  'webhooks:write',
   'connections:read',
   'usage:read',
   'runtime:proxy',

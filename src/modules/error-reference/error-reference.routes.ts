@@ -29,9 +29,14 @@ export function registerErrorReferenceRoutes(app: HttpServer): void {
       const codes = Object.keys(ERROR_CODES) as ErrorCode[];
       if (wantsJson(request.headers.accept)) return { object: 'list', data: codes.map(entry) };
       const rows = codes
-        .map((code) => `<tr><td><a href="/docs/errors/${code}"><code>${code}</code></a></td><td>${ERROR_CODES[code].status}</td><td><code>${ERROR_CODES[code].type}</code></td><td>${escapeHtml(ERROR_CODES[code].title)}</td></tr>`)
+        .map(
+          (code) =>
+            `<tr><td><a href="/docs/errors/${code}"><code>${code}</code></a></td><td>${ERROR_CODES[code].status}</td><td><code>${ERROR_CODES[code].type}</code></td><td>${escapeHtml(ERROR_CODES[code].title)}</td></tr>`,
+        )
         .join('');
-      return reply.type('text/html; charset=utf-8').send(page('Error codes', `<h1>Error codes</h1><table><tr><th>Code</th><th>Status</th><th>Type</th><th></th></tr>${rows}</table>`));
+      return reply
+        .type('text/html; charset=utf-8')
+        .send(page('Error codes', `<h1>Error codes</h1><table><tr><th>Code</th><th>Status</th><th>Type</th><th></th></tr>${rows}</table>`));
     },
   });
 

@@ -43,9 +43,7 @@ export interface Claim {
   readonly lockToken: string;
 }
 
-export type Begin =
-  | { readonly kind: 'execute'; readonly claim: Claim }
-  | { readonly kind: 'replay'; readonly status: number; readonly body: string };
+export type Begin = { readonly kind: 'execute'; readonly claim: Claim } | { readonly kind: 'replay'; readonly status: number; readonly body: string };
 
 export interface ResponseRecord {
   status: number;
@@ -102,18 +100,26 @@ export function createIdempotencyKeysService(deps: {
   const lockTimeoutMs = deps.lockTimeoutMs ?? IDEMPOTENCY_LOCK_TIMEOUT_MS;
 
   function reuse(key: string): AppError {
-    return new AppError('idempotency_key_reuse', `The Idempotency-Key "${key}" was already used with a different request (method, path or body); use a new key for a new request.`, {
-      param: '/header/idempotency-key',
-      extra: { idempotency_key: key },
-    });
+    return new AppError(
+      'idempotency_key_reuse',
+      `The Idempotency-Key "${key}" was already used with a different request (method, path or body); use a new key for a new request.`,
+      {
+        param: '/header/idempotency-key',
+        extra: { idempotency_key: key },
+      },
+    );
   }
 
   function inFlight(key: string): AppError {
-    return new AppError('idempotency_key_in_flight', `A request with the Idempotency-Key "${key}" is still being processed; retry in a second to get its response.`, {
-      param: '/header/idempotency-key',
-      extra: { idempotency_key: key },
-      headers: { 'retry-after': '1' },
-    });
+    return new AppError(
+      'idempotency_key_in_flight',
+      `A request with the Idempotency-Key "${key}" is still being processed; retry in a second to get its response.`,
+      {
+        param: '/header/idempotency-key',
+        extra: { idempotency_key: key },
+        headers: { 'retry-after': '1' },
+      },
+    );
   }
 
   async function claimOrReplay(scope: KeyScope, hash: string, now: Date): Promise<Begin> {

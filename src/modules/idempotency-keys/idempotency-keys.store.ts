@@ -9,19 +9,11 @@ export interface KeyScope {
 }
 
 function updateKey(db: Db, scope: KeyScope) {
-  return db
-    .updateTable('idempotency_keys')
-    .where('organization_id', '=', scope.organizationId)
-    .where('mode', '=', scope.mode)
-    .where('key', '=', scope.key);
+  return db.updateTable('idempotency_keys').where('organization_id', '=', scope.organizationId).where('mode', '=', scope.mode).where('key', '=', scope.key);
 }
 
 function deleteKey(db: Db, scope: KeyScope) {
-  return db
-    .deleteFrom('idempotency_keys')
-    .where('organization_id', '=', scope.organizationId)
-    .where('mode', '=', scope.mode)
-    .where('key', '=', scope.key);
+  return db.deleteFrom('idempotency_keys').where('organization_id', '=', scope.organizationId).where('mode', '=', scope.mode).where('key', '=', scope.key);
 }
 
 export function createIdempotencyKeysStore() {
@@ -79,7 +71,12 @@ export function createIdempotencyKeysStore() {
           eb(
             eb.refTuple('organization_id', 'mode', 'key'),
             'in',
-            eb.selectFrom('idempotency_keys').select(['organization_id', 'mode', 'key']).where('expires_at', '<=', now).limit(limit).$asTuple('organization_id', 'mode', 'key'),
+            eb
+              .selectFrom('idempotency_keys')
+              .select(['organization_id', 'mode', 'key'])
+              .where('expires_at', '<=', now)
+              .limit(limit)
+              .$asTuple('organization_id', 'mode', 'key'),
           ),
         )
         .executeTakeFirst();

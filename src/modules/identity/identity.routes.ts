@@ -18,7 +18,10 @@ export const IdentitySchema = Type.Object({
   scopes: Type.Array(Type.Enum(SCOPES)),
 });
 
-export function registerIdentityRoutes(app: HttpServer, deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'get'> }): void {
+export function registerIdentityRoutes(
+  app: HttpServer,
+  deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'get'> },
+): void {
   app.get('/v1/identity', {
     config: { access: { scope: null } },
     schema: { tags: ['Identity'], summary: 'Who is calling: organization, member, credential, mode and scopes', response: { 200: IdentitySchema } },

@@ -12,11 +12,20 @@ describe('the file media storage', () => {
   const directory = mkdtempSync(path.join(tmpdir(), 'media-storage-'));
   after(() => rmSync(directory, { recursive: true, force: true }));
   const storage = createFileMediaStorage(directory);
-  const files = () => readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => entry.name);
+  const files = () =>
+    readdirSync(directory, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => entry.name);
 
   it('stores the bytes, answering their size and SHA-256, and gives them back', async () => {
     const bytes = Buffer.from('hello media');
-    const stored = await storage.put('med_01ABC', (async function* () { yield bytes.subarray(0, 5); yield bytes.subarray(5); })());
+    const stored = await storage.put(
+      'med_01ABC',
+      (async function* () {
+        yield bytes.subarray(0, 5);
+        yield bytes.subarray(5);
+      })(),
+    );
     assert.deepEqual(stored, { size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
     assert.ok((await buffer(await storage.get('med_01ABC'))).equals(bytes));
   });

@@ -30,7 +30,10 @@ const at = (offset: number, ...bytes: (number | string)[]): Sniffer => {
   const signature = Buffer.concat(bytes.map((part) => (typeof part === 'string' ? Buffer.from(part, 'latin1') : Buffer.from([part]))));
   return (head) => head.length >= offset + signature.length && head.subarray(offset, offset + signature.length).equals(signature);
 };
-const anyOf = (...sniffers: Sniffer[]): Sniffer => (head) => sniffers.some((sniff) => sniff(head));
+const anyOf =
+  (...sniffers: Sniffer[]): Sniffer =>
+  (head) =>
+    sniffers.some((sniff) => sniff(head));
 
 /** ISO base media files (MP4, 3GP, M4A) open with a box whose type is `ftyp`. */
 const isoMedia = at(4, 'ftyp');

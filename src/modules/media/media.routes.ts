@@ -27,7 +27,8 @@ function malformed(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const code = (error as { code?: unknown }).code;
   if (code === 'FST_FILES_LIMIT') return invalidParam('/file', 'must be the only file of the form', 'too_many');
-  if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') return new AppError('validation_failed', `The form has more parts than the ${MULTIPART_LIMITS.parts} an upload takes. ${FORM_HELP}`, { cause: error });
+  if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT')
+    return new AppError('validation_failed', `The form has more parts than the ${MULTIPART_LIMITS.parts} an upload takes. ${FORM_HELP}`, { cause: error });
   const reason = error instanceof Error ? error.message : String(error);
   return new AppError('validation_failed', `The body is not valid multipart/form-data (${reason}). ${FORM_HELP}`, { cause: error });
 }
@@ -112,7 +113,9 @@ export function registerMediaRoutes(app: HttpServer, service: MediaService): voi
         reply.raw.once('close', () => {
           if (kept.state !== 'staged') return;
           kept.state = 'discarded';
-          service.discard(kept.staged).catch((error: unknown) => request.log.error({ err: error, media_id: kept.staged.id }, 'could not drop an unused upload'));
+          service
+            .discard(kept.staged)
+            .catch((error: unknown) => request.log.error({ err: error, media_id: kept.staged.id }, 'could not drop an unused upload'));
         });
       }
     } catch (error) {
@@ -150,7 +153,9 @@ export function registerMediaRoutes(app: HttpServer, service: MediaService): voi
         const upload = uploads.get(request)!;
         upload.state = 'creating';
         try {
-          const media = await service.create({ principal: requirePrincipal(request), requestId: request.id }, upload.staged, { metadata: (request.body as UploadMediaFields).metadata });
+          const media = await service.create({ principal: requirePrincipal(request), requestId: request.id }, upload.staged, {
+            metadata: (request.body as UploadMediaFields).metadata,
+          });
           upload.state = 'kept';
           return reply.code(201).send(media);
         } catch (error) {
@@ -172,10 +177,14 @@ export function registerMediaRoutes(app: HttpServer, service: MediaService): voi
       schema: {
         tags,
         summary: "Download a media's bytes",
-        description: 'The bytes with their Content-Type and an ETag (the SHA-256); 409 `invalid_state` while an inbound media is still being fetched, 410 `media_expired` once its fetch failed.',
+        description:
+          'The bytes with their Content-Type and an ETag (the SHA-256); 409 `invalid_state` while an inbound media is still being fetched, 410 `media_expired` once its fetch failed.',
         params: PathId('media'),
         response: {
-          200: { description: 'The bytes.', content: { 'application/octet-stream': { schema: Type.Unsafe<Readable>({ type: 'string', contentMediaType: 'application/octet-stream' }) } } },
+          200: {
+            description: 'The bytes.',
+            content: { 'application/octet-stream': { schema: Type.Unsafe<Readable>({ type: 'string', contentMediaType: 'application/octet-stream' }) } },
+          },
           304: Type.Unsafe<undefined>({ description: 'Not modified: the `If-None-Match` ETag is current.' }),
         },
       },

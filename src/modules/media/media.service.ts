@@ -49,7 +49,10 @@ function toMedia(row: MediaTable): Media {
 /** A name as a person gave it, without a path or control characters; null when nothing is left. */
 export function safeFilename(name: string | undefined): string | null {
   const base = name?.split(/[\\/]/).pop() ?? '';
-  const printable = [...base].filter((character) => character >= ' ' && (character < '\u007f' || character > '\u009f')).join('').trim();
+  const printable = [...base]
+    .filter((character) => character >= ' ' && (character < '\u007f' || character > '\u009f'))
+    .join('')
+    .trim();
   const bounded = [...printable].slice(0, 255).join('');
   return bounded === '' || bounded === '.' || bounded === '..' ? null : bounded;
 }
@@ -63,7 +66,9 @@ function digestContradicts(announced: string, hex: string): boolean {
 
 function unsupportedType(mimeType: string, param: string): AppError {
   const accepted = MEDIA_KINDS.map((kind) => `${kind}: ${mimeTypesOf(kind).join(', ')}`).join('; ');
-  return new AppError('media_type_unsupported', `${mimeType || 'A file without a type'} is not a type the provider accepts. Accepted types: ${accepted}.`, { param });
+  return new AppError('media_type_unsupported', `${mimeType || 'A file without a type'} is not a type the provider accepts. Accepted types: ${accepted}.`, {
+    param,
+  });
 }
 
 function tooLarge(kind: MediaKind, param: string): AppError {
@@ -78,7 +83,9 @@ async function* checked(content: AsyncIterable<Uint8Array>, mimeType: string, ki
   const checkHead = (head: Buffer) => {
     if (bytesMatch(mimeType, head)) return;
     const looksLike = sniffMimeType(head);
-    throw new AppError('media_type_unsupported', `The file's bytes are not ${mimeType}${looksLike ? `; they look like ${looksLike}` : ''}.`, { param: '/file' });
+    throw new AppError('media_type_unsupported', `The file's bytes are not ${mimeType}${looksLike ? `; they look like ${looksLike}` : ''}.`, {
+      param: '/file',
+    });
   };
   let size = 0;
   let head = Buffer.alloc(0);
@@ -142,7 +149,11 @@ export function createMediaService(deps: MediaServiceDeps) {
   function assertReady(row: MediaTable, param: string | null): void {
     if (row.status === 'pending') throw new AppError('invalid_state', 'The media is still being fetched from the provider; try again shortly.', { param });
     if (row.status === 'failed') {
-      throw new AppError('media_expired', `The media's bytes could not be fetched from the provider and are gone${row.failure_reason ? ` (${row.failure_reason})` : ''}.`, { param });
+      throw new AppError(
+        'media_expired',
+        `The media's bytes could not be fetched from the provider and are gone${row.failure_reason ? ` (${row.failure_reason})` : ''}.`,
+        { param },
+      );
     }
   }
 
@@ -156,7 +167,10 @@ export function createMediaService(deps: MediaServiceDeps) {
      * is known to be a new one: the Idempotency-Key's hash needs the file's SHA-256. `declaredType`
      * is the form's `type`, `partType` the file part's own Content-Type.
      */
-    async stage(principal: Principal, input: { declaredType: string | undefined; partType: string; filename: string | undefined; content: AsyncIterable<Uint8Array> }): Promise<StagedUpload> {
+    async stage(
+      principal: Principal,
+      input: { declaredType: string | undefined; partType: string; filename: string | undefined; content: AsyncIterable<Uint8Array> },
+    ): Promise<StagedUpload> {
       const partType = baseMimeType(input.partType);
       const mimeType = input.declaredType === undefined ? partType : baseMimeType(input.declaredType);
       if (input.declaredType !== undefined && partType !== '' && partType !== GENERIC_MIME_TYPE && partType !== mimeType) {
@@ -167,8 +181,15 @@ export function createMediaService(deps: MediaServiceDeps) {
       const id = newId('media', clock.now().getTime());
       const stored = await storage.put(id, checked(input.content, mimeType, kind));
       return {
-        id, storageKey: id, organizationId: principal.organizationId, connectionId: principal.connectionId,
-        kind, mimeType, filename: safeFilename(input.filename), size: stored.size, sha256: stored.sha256,
+        id,
+        storageKey: id,
+        organizationId: principal.organizationId,
+        connectionId: principal.connectionId,
+        kind,
+        mimeType,
+        filename: safeFilename(input.filename),
+        size: stored.size,
+        sha256: stored.sha256,
       };
     },
 
@@ -176,14 +197,31 @@ export function createMediaService(deps: MediaServiceDeps) {
     async create(actor: Actor, staged: StagedUpload, fields: Omit<UploadMediaFields, 'file' | 'type'>): Promise<Media> {
       const now = clock.now().toISOString();
       const row: MediaTable = {
-        id: staged.id, organization_id: staged.organizationId, connection_id: staged.connectionId, source: 'upload', status: 'ready',
-        kind: staged.kind, mime_type: staged.mimeType, size: staged.size, sha256: staged.sha256, filename: staged.filename,
-        storage_key: staged.storageKey, provider_media_id: null, provider_sha256: null, failure_reason: null,
-        metadata: JSON.stringify(fields.metadata ?? {}), created_at: now, updated_at: now,
+        id: staged.id,
+        organization_id: staged.organizationId,
+        connection_id: staged.connectionId,
+        source: 'upload',
+        status: 'ready',
+        kind: staged.kind,
+        mime_type: staged.mimeType,
+        size: staged.size,
+        sha256: staged.sha256,
+        filename: staged.filename,
+        storage_key: staged.storageKey,
+        provider_media_id: null,
+        provider_sha256: null,
+        failure_reason: null,
+        metadata: JSON.stringify(fields.metadata ?? {}),
+        created_at: now,
+        updated_at: now,
       };
       await db.transaction().execute(async (trx) => {
         await store.insert(trx, row);
-        await audit.record(trx, actor, { action: 'media.uploaded', target: { type: 'media', id: row.id }, data: { kind: row.kind, mime_type: row.mime_type, size: row.size } });
+        await audit.record(trx, actor, {
+          action: 'media.uploaded',
+          target: { type: 'media', id: row.id },
+          data: { kind: row.kind, mime_type: row.mime_type, size: row.size },
+        });
       });
       return toMedia(row);
     },
@@ -214,7 +252,11 @@ export function createMediaService(deps: MediaServiceDeps) {
       if (!row) throw notFound(param);
       assertReady(row, param);
       if (kindOf(row.mime_type) !== kind) {
-        throw new AppError('media_type_unsupported', `The media is ${row.mime_type}, which cannot be sent as ${kind}; ${kind} takes ${mimeTypesOf(kind).join(', ')}.`, { param });
+        throw new AppError(
+          'media_type_unsupported',
+          `The media is ${row.mime_type}, which cannot be sent as ${kind}; ${kind} takes ${mimeTypesOf(kind).join(', ')}.`,
+          { param },
+        );
       }
       if ((row.size ?? 0) > MAX_BYTES[kind]) throw tooLarge(kind, param);
     },
@@ -233,10 +275,17 @@ export function createMediaService(deps: MediaServiceDeps) {
       if (cached && new Date(cached.expires_at).getTime() - REUPLOAD_MARGIN_MS > now.getTime()) return { id: cached.provider_media_id };
       // The port takes the bytes whole (at most 100 MB, a document's limit).
       const bytes = await buffer(await storage.get(row.storage_key!));
-      const uploaded = await provider.uploadMedia(connection.credentials, { bytes, mimeType: row.mime_type, ...(row.filename ? { filename: row.filename } : {}) });
+      const uploaded = await provider.uploadMedia(connection.credentials, {
+        bytes,
+        mimeType: row.mime_type,
+        ...(row.filename ? { filename: row.filename } : {}),
+      });
       await store.saveUpload(db, {
-        media_id: mediaId, connection_id: connection.id, provider_media_id: uploaded.providerMediaId,
-        expires_at: new Date(now.getTime() + PROVIDER_MEDIA_TTL_MS).toISOString(), created_at: now.toISOString(),
+        media_id: mediaId,
+        connection_id: connection.id,
+        provider_media_id: uploaded.providerMediaId,
+        expires_at: new Date(now.getTime() + PROVIDER_MEDIA_TTL_MS).toISOString(),
+        created_at: now.toISOString(),
       });
       return { id: uploaded.providerMediaId };
     },
@@ -249,17 +298,38 @@ export function createMediaService(deps: MediaServiceDeps) {
      */
     async adoptInbound(
       trx: Trx,
-      input: { organizationId: string; connectionId: string; providerMediaId: string; mimeType: string | undefined; sha256: string | undefined; filename: string | undefined; kind?: MediaKind },
+      input: {
+        organizationId: string;
+        connectionId: string;
+        providerMediaId: string;
+        mimeType: string | undefined;
+        sha256: string | undefined;
+        filename: string | undefined;
+        kind?: MediaKind;
+      },
     ): Promise<string> {
       const existing = await store.findInbound(trx, input.connectionId, input.providerMediaId);
       if (existing) return existing.id;
       const now = clock.now();
       const mimeType = input.mimeType ? baseMimeType(input.mimeType) : GENERIC_MIME_TYPE;
       const row: MediaTable = {
-        id: newId('media', now.getTime()), organization_id: input.organizationId, connection_id: input.connectionId, source: 'inbound', status: 'pending',
-        kind: input.kind ?? kindOf(mimeType) ?? 'document', mime_type: mimeType, size: null, sha256: null, filename: safeFilename(input.filename),
-        storage_key: null, provider_media_id: input.providerMediaId, provider_sha256: input.sha256 ?? null, failure_reason: null,
-        metadata: '{}', created_at: now.toISOString(), updated_at: now.toISOString(),
+        id: newId('media', now.getTime()),
+        organization_id: input.organizationId,
+        connection_id: input.connectionId,
+        source: 'inbound',
+        status: 'pending',
+        kind: input.kind ?? kindOf(mimeType) ?? 'document',
+        mime_type: mimeType,
+        size: null,
+        sha256: null,
+        filename: safeFilename(input.filename),
+        storage_key: null,
+        provider_media_id: input.providerMediaId,
+        provider_sha256: input.sha256 ?? null,
+        failure_reason: null,
+        metadata: '{}',
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
       };
       // A concurrent delivery of the same webhook may have filed it between the read and the insert.
       if (!(await store.insertInboundIfAbsent(trx, row))) return (await store.findInbound(trx, input.connectionId, input.providerMediaId))!.id;
@@ -286,7 +356,12 @@ export function createMediaService(deps: MediaServiceDeps) {
         }
         const mimeType = row.mime_type === GENERIC_MIME_TYPE && downloaded.mimeType ? baseMimeType(downloaded.mimeType) : row.mime_type;
         await store.updatePending(db, row.id, {
-          status: 'ready', mime_type: mimeType, size: stored.size, sha256: stored.sha256, storage_key: row.id, updated_at: clock.now().toISOString(),
+          status: 'ready',
+          mime_type: mimeType,
+          size: stored.size,
+          sha256: stored.sha256,
+          storage_key: row.id,
+          updated_at: clock.now().toISOString(),
         });
       } catch (error) {
         if (isProviderError(error)) await connections.reportProviderError(row.connection_id, error);

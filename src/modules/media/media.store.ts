@@ -42,7 +42,9 @@ export function createMediaStore() {
         .insertInto('media_uploads')
         .values(row)
         .onConflict((conflict) =>
-          conflict.columns(['media_id', 'connection_id']).doUpdateSet({ provider_media_id: row.provider_media_id, expires_at: row.expires_at, created_at: row.created_at }),
+          conflict
+            .columns(['media_id', 'connection_id'])
+            .doUpdateSet({ provider_media_id: row.provider_media_id, expires_at: row.expires_at, created_at: row.created_at }),
         )
         .execute();
     },

@@ -58,9 +58,18 @@ function mediaSuite() {
   });
 
   async function post(token: string | undefined, body: FormData | string, headers: Record<string, string> = {}): Promise<Answer> {
-    const response = await fetch(`${ctx.server.url}/v1/media`, { method: 'POST', headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, body });
+    const response = await fetch(`${ctx.server.url}/v1/media`, {
+      method: 'POST',
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
+      body,
+    });
     const text = await response.text();
-    return { status: response.status, headers: response.headers, text, body: (response.headers.get('content-type') ?? '').includes('json') && text ? JSON.parse(text) : undefined };
+    return {
+      status: response.status,
+      headers: response.headers,
+      text,
+      body: (response.headers.get('content-type') ?? '').includes('json') && text ? JSON.parse(text) : undefined,
+    };
   }
   function form(parts: Part[]): FormData {
     const data = new FormData();
@@ -82,12 +91,21 @@ function mediaSuite() {
    */
   async function download(id: string, token = ctx.token, headers: Record<string, string> = {}) {
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      httpGet(`${ctx.server.url}/v1/media/${id}/download`, { agent: false, headers: { authorization: `Bearer ${token}`, ...headers } }, resolve).on('error', reject);
+      httpGet(`${ctx.server.url}/v1/media/${id}/download`, { agent: false, headers: { authorization: `Bearer ${token}`, ...headers } }, resolve).on(
+        'error',
+        reject,
+      );
     });
     const bytes = await buffer(response);
     const text = bytes.toString('utf8');
     const responseHeaders = new Headers(Object.entries(response.headers).map(([name, value]) => [name, String(value)] as [string, string]));
-    return { status: response.statusCode!, headers: responseHeaders, bytes, text, body: (response.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : undefined };
+    return {
+      status: response.statusCode!,
+      headers: responseHeaders,
+      bytes,
+      text,
+      body: (response.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : undefined,
+    };
   }
   /**
    * Every file in the media storage, once each belongs to a media: an unused upload's bytes are
@@ -95,11 +113,17 @@ function mediaSuite() {
    */
   async function storedFiles(): Promise<string[]> {
     const root = path.join(ctx.server.config.dataDir, 'media');
-    const list = () => readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
-    await waitFor(async () => {
-      const kept = new Set((await ctx.server.app.store.db.selectFrom('media').select('storage_key').execute()).map((row) => row.storage_key));
-      return list().every((file) => kept.has(path.basename(file)));
-    }, { message: 'the bytes of unused uploads to be dropped' });
+    const list = () =>
+      readdirSync(root, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
+    await waitFor(
+      async () => {
+        const kept = new Set((await ctx.server.app.store.db.selectFrom('media').select('storage_key').execute()).map((row) => row.storage_key));
+        return list().every((file) => kept.has(path.basename(file)));
+      },
+      { message: 'the bytes of unused uploads to be dropped' },
+    );
     return list();
   }
   const get = async (id: string) => (await ctx.server.request('GET', `/v1/media/${id}`, { token: ctx.token })).body;
@@ -118,18 +142,38 @@ describe('media: the API', () => {
   describe('upload, get, download', () => {
     it('each kind uploads and answers 201 with the media, its kind following from the MIME type', async () => {
       const kinds: Record<string, string> = {
-        'image/png': 'image', 'image/jpeg': 'image', 'video/mp4': 'video', 'audio/ogg': 'audio',
-        'application/pdf': 'document', 'text/plain': 'document', 'image/webp': 'sticker',
+        'image/png': 'image',
+        'image/jpeg': 'image',
+        'video/mp4': 'video',
+        'audio/ogg': 'audio',
+        'application/pdf': 'document',
+        'text/plain': 'document',
+        'image/webp': 'sticker',
       };
       for (const [mimeType, kind] of Object.entries(kinds)) {
         const bytes = sample(mimeType);
         const media = await uploaded({ bytes, type: mimeType, filename: `sample.${kind}` });
         assert.match(media.id, /^med_[0-9A-HJKMNP-TV-Z]{26}$/);
-        assert.deepEqual({ ...media, id: undefined }, {
-          id: undefined, object: 'media', kind, mime_type: mimeType, size: bytes.length, sha256: sha256(bytes), filename: `sample.${kind}`,
-          connection_id: null, source: 'upload', status: 'ready', failure_reason: null, metadata: {},
-          created_at: '2026-06-01T12:00:00.000Z', updated_at: '2026-06-01T12:00:00.000Z',
-        }, mimeType);
+        assert.deepEqual(
+          { ...media, id: undefined },
+          {
+            id: undefined,
+            object: 'media',
+            kind,
+            mime_type: mimeType,
+            size: bytes.length,
+            sha256: sha256(bytes),
+            filename: `sample.${kind}`,
+            connection_id: null,
+            source: 'upload',
+            status: 'ready',
+            failure_reason: null,
+            metadata: {},
+            created_at: '2026-06-01T12:00:00.000Z',
+            updated_at: '2026-06-01T12:00:00.000Z',
+          },
+          mimeType,
+        );
       }
     });
 
@@ -140,7 +184,10 @@ describe('media: the API', () => {
       assert.equal(response.status, 200, response.text);
       assert.deepEqual(response.body, media);
       const audit = await server.request('GET', `/v1/events?target_id=${media.id}`, { token: owner.token });
-      assert.deepEqual(audit.body.data.map((event: { action: string; data: unknown }) => [event.action, event.data]), [['media.uploaded', { kind: 'image', mime_type: 'image/png', size: 300 }]]);
+      assert.deepEqual(
+        audit.body.data.map((event: { action: string; data: unknown }) => [event.action, event.data]),
+        [['media.uploaded', { kind: 'image', mime_type: 'image/png', size: 300 }]],
+      );
     });
 
     it('download streams the same bytes with their type, length, a safe disposition and the SHA-256 as ETag', async () => {
@@ -153,7 +200,10 @@ describe('media: the API', () => {
       assert.equal(response.headers.get('content-length'), String(bytes.length));
       assert.equal(response.headers.get('etag'), `"${sha256(bytes)}"`);
       assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
-      assert.equal(response.headers.get('content-disposition'), `attachment; filename="Carte d__t_ 100_.pdf"; filename*=UTF-8''Carte%20d%E2%80%99%C3%A9t%C3%A9%20100%25.pdf`);
+      assert.equal(
+        response.headers.get('content-disposition'),
+        `attachment; filename="Carte d__t_ 100_.pdf"; filename*=UTF-8''Carte%20d%E2%80%99%C3%A9t%C3%A9%20100%25.pdf`,
+      );
     });
 
     it('a download with a current If-None-Match answers 304 without the bytes', async () => {
@@ -169,7 +219,10 @@ describe('media: the API', () => {
       const unnamed = await upload([['file', { bytes: sample('text/plain'), type: 'text/plain', filename: '' }]]);
       assert.equal(unnamed.status, 201, unnamed.text);
       assert.equal(unnamed.body.filename, null);
-      assert.equal((await download(unnamed.body.id)).headers.get('content-disposition'), `attachment; filename="${unnamed.body.id}"; filename*=UTF-8''${unnamed.body.id}`);
+      assert.equal(
+        (await download(unnamed.body.id)).headers.get('content-disposition'),
+        `attachment; filename="${unnamed.body.id}"; filename*=UTF-8''${unnamed.body.id}`,
+      );
     });
 
     it('`type` names the MIME type of a file part sent as application/octet-stream', async () => {
@@ -189,7 +242,10 @@ describe('media: the API', () => {
       const media = await uploaded({ bytes: sample('image/png'), type: 'image/png' });
       const files = await storedFiles();
       assert.ok(files.includes(path.join(media.id.slice(-2), media.id)), `stored as <last two characters>/<id>: ${files.join(', ')}`);
-      assert.ok(files.every((file) => !file.startsWith('tmp')), 'no partial file stays behind');
+      assert.ok(
+        files.every((file) => !file.startsWith('tmp')),
+        'no partial file stays behind',
+      );
     });
   });
 
@@ -217,7 +273,14 @@ describe('media: the API', () => {
     });
 
     it('a file part whose Content-Type contradicts `type` is 415 on /type', async () => {
-      const error = assertError(await upload([['type', 'image/png'], ['file', { bytes: sample('image/jpeg'), type: 'image/jpeg' }]]), 415, 'media_type_unsupported');
+      const error = assertError(
+        await upload([
+          ['type', 'image/png'],
+          ['file', { bytes: sample('image/jpeg'), type: 'image/jpeg' }],
+        ]),
+        415,
+        'media_type_unsupported',
+      );
       assert.equal(error.param, '/type');
     });
 
@@ -235,21 +298,89 @@ describe('media: the API', () => {
 
     it('unknown fields, fields after the file, repeated fields and a second file are validation_failed', async () => {
       const file: FilePart = { bytes: sample('image/png'), type: 'image/png' };
-      const unknown = assertError(await upload([['colour', 'blue'], ['file', file]]), 400, 'validation_failed');
+      const unknown = assertError(
+        await upload([
+          ['colour', 'blue'],
+          ['file', file],
+        ]),
+        400,
+        'validation_failed',
+      );
       assert.equal(unknown.param, '/colour');
       assert.equal(unknown.details[0].code, 'unknown_field');
-      assert.equal(assertError(await upload([['file', file], ['metadata', '{}']]), 400, 'validation_failed').param, '/metadata');
-      assert.equal(assertError(await upload([['type', 'image/png'], ['type', 'image/png'], ['file', file]]), 400, 'validation_failed').details[0].code, 'duplicate');
-      assert.equal(assertError(await upload([['file', file], ['file', file]]), 400, 'validation_failed').param, '/file');
+      assert.equal(
+        assertError(
+          await upload([
+            ['file', file],
+            ['metadata', '{}'],
+          ]),
+          400,
+          'validation_failed',
+        ).param,
+        '/metadata',
+      );
+      assert.equal(
+        assertError(
+          await upload([
+            ['type', 'image/png'],
+            ['type', 'image/png'],
+            ['file', file],
+          ]),
+          400,
+          'validation_failed',
+        ).details[0].code,
+        'duplicate',
+      );
+      assert.equal(
+        assertError(
+          await upload([
+            ['file', file],
+            ['file', file],
+          ]),
+          400,
+          'validation_failed',
+        ).param,
+        '/file',
+      );
       assert.equal(assertError(await upload([['photo', file]]), 400, 'validation_failed').param, '/photo');
     });
 
     it('metadata must be a JSON object within the metadata bounds', async () => {
       const file: FilePart = { bytes: sample('image/png'), type: 'image/png' };
-      assert.equal(assertError(await upload([['metadata', 'not json'], ['file', file]]), 400, 'validation_failed').param, '/metadata');
-      assert.equal(assertError(await upload([['metadata', '[1, 2]'], ['file', file]]), 400, 'validation_failed').param, '/metadata');
+      assert.equal(
+        assertError(
+          await upload([
+            ['metadata', 'not json'],
+            ['file', file],
+          ]),
+          400,
+          'validation_failed',
+        ).param,
+        '/metadata',
+      );
+      assert.equal(
+        assertError(
+          await upload([
+            ['metadata', '[1, 2]'],
+            ['file', file],
+          ]),
+          400,
+          'validation_failed',
+        ).param,
+        '/metadata',
+      );
       const tooMany = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i]));
-      assert.equal(assertError(await upload([['metadata', JSON.stringify(tooMany)], ['file', file]]), 400, 'validation_failed').param, '/metadata');
+      assert.equal(
+        assertError(
+          await upload([
+            ['metadata', JSON.stringify(tooMany)],
+            ['file', file],
+          ]),
+          400,
+          'validation_failed',
+        ).param,
+        '/metadata',
+      );
     });
 
     it('a body that is not multipart is 415 unsupported_content_type, whatever it holds', async () => {
@@ -263,7 +394,8 @@ describe('media: the API', () => {
     it('a malformed multipart body is validation_failed, never a 500', async () => {
       const noBoundary = await post(owner.token, 'garbage', { 'content-type': 'multipart/form-data' });
       assertError(noBoundary, 400, 'validation_failed');
-      const truncated = '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n\x1a\n\0\0\0\rIHDR';
+      const truncated =
+        '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n\x1a\n\0\0\0\rIHDR';
       assertError(await post(owner.token, truncated, { 'content-type': 'multipart/form-data; boundary=xyz' }), 400, 'validation_failed');
       assertError(await post(owner.token, '--xyz\r\nnonsense\r\n--xyz--', { 'content-type': 'multipart/form-data; boundary=xyz' }), 400, 'validation_failed');
     });
@@ -272,8 +404,28 @@ describe('media: the API', () => {
       const { organizationId, token } = await signUp(server);
       const before = (await storedFiles()).length;
       assertError(await upload([['file', { bytes: sample('image/png', 5_000_001), type: 'image/png' }]], token), 413, 'media_too_large');
-      assertError(await upload([['file', { bytes: sample('image/png'), type: 'image/png' }], ['type', 'image/png']], token), 400, 'validation_failed');
-      assertError(await upload([['metadata', '[]'], ['file', { bytes: sample('image/png'), type: 'image/png' }]], token), 400, 'validation_failed');
+      assertError(
+        await upload(
+          [
+            ['file', { bytes: sample('image/png'), type: 'image/png' }],
+            ['type', 'image/png'],
+          ],
+          token,
+        ),
+        400,
+        'validation_failed',
+      );
+      assertError(
+        await upload(
+          [
+            ['metadata', '[]'],
+            ['file', { bytes: sample('image/png'), type: 'image/png' }],
+          ],
+          token,
+        ),
+        400,
+        'validation_failed',
+      );
       assert.equal((await storedFiles()).length, before);
       assert.deepEqual(await mediaRows(organizationId), []);
     });
@@ -297,7 +449,11 @@ describe('media: the API', () => {
     it('the same key with another file is idempotency_key_reuse', async () => {
       const { token } = await signUp(server);
       assert.equal((await upload([['file', { bytes: sample('image/png'), type: 'image/png' }]], token, { 'idempotency-key': 'upload-2' })).status, 201);
-      assertError(await upload([['file', { bytes: sample('image/png'), type: 'image/png' }]], token, { 'idempotency-key': 'upload-2' }), 422, 'idempotency_key_reuse');
+      assertError(
+        await upload([['file', { bytes: sample('image/png'), type: 'image/png' }]], token, { 'idempotency-key': 'upload-2' }),
+        422,
+        'idempotency_key_reuse',
+      );
     });
   });
 
@@ -312,7 +468,10 @@ describe('media: the API', () => {
 
     it('an unknown or malformed id is 404 or validation_failed on /path/id', async () => {
       assertError(await server.request('GET', '/v1/media/med_01J00000000000000000000000', { token: owner.token }), 404, 'resource_not_found');
-      assert.equal(assertError(await server.request('GET', '/v1/media/ct_01J00000000000000000000000', { token: owner.token }), 400, 'validation_failed').param, '/path/id');
+      assert.equal(
+        assertError(await server.request('GET', '/v1/media/ct_01J00000000000000000000000', { token: owner.token }), 400, 'validation_failed').param,
+        '/path/id',
+      );
     });
 
     it('uploading takes messages:write and reading takes messages:read', async () => {
@@ -339,10 +498,13 @@ describe('media: the API', () => {
       assertError(await server.request('GET', `/v1/media/${media.id}`, { token: theirs.key }), 404, 'resource_not_found');
       assert.equal((await server.request('GET', `/v1/media/${media.id}`, { token: owner.token })).status, 200);
       const shared = await uploaded({ bytes: sample('image/png'), type: 'image/png' });
-      assert.equal((await server.request('GET', `/v1/media/${shared.id}`, { token: theirs.key })).status, 200, "the organization's own uploads are every key's");
+      assert.equal(
+        (await server.request('GET', `/v1/media/${shared.id}`, { token: theirs.key })).status,
+        200,
+        "the organization's own uploads are every key's",
+      );
     });
   });
-
 });
 
 /**
@@ -367,7 +529,16 @@ describe('media: sending and receiving', () => {
 
   describe('for the send pipeline', () => {
     const credentialsOf = async (organizationId: string, connectionId: string) => {
-      const principal: Principal = { kind: 'organization_key', credentialId: 'key_test', organizationId, memberId: null, role: null, mode: null, connectionId: null, scopes: new Set() };
+      const principal: Principal = {
+        kind: 'organization_key',
+        credentialId: 'key_test',
+        organizationId,
+        memberId: null,
+        role: null,
+        mode: null,
+        connectionId: null,
+        scopes: new Set(),
+      };
       return (await server.app.services.connections.providerAccess(principal, connectionId)).credentials;
     };
 
@@ -380,13 +551,29 @@ describe('media: sending and receiving', () => {
       const db = server.app.store.db;
       const image = await uploaded({ bytes: sample('image/png'), type: 'image/png' });
       const stranger = await signUp(server);
-      await assert.rejects(service().assertUsable(db, stranger.organizationId, image.id, 'image', '/image/media_id'), { code: 'resource_not_found', param: '/image/media_id' });
-      await assert.rejects(service().assertUsable(db, owner.organizationId, image.id, 'document', '/document/media_id'), { code: 'media_type_unsupported', param: '/document/media_id' });
+      await assert.rejects(service().assertUsable(db, stranger.organizationId, image.id, 'image', '/image/media_id'), {
+        code: 'resource_not_found',
+        param: '/image/media_id',
+      });
+      await assert.rejects(service().assertUsable(db, owner.organizationId, image.id, 'document', '/document/media_id'), {
+        code: 'media_type_unsupported',
+        param: '/document/media_id',
+      });
       await assert.rejects(service().assertUsable(db, owner.organizationId, image.id, 'sticker', '/sticker/media_id'), { code: 'media_type_unsupported' });
-      const pending = await db.transaction().execute((trx) => service().adoptInbound(trx, {
-        organizationId: owner.organizationId, connectionId: connection.id, providerMediaId: `never-${randomBytes(4).toString('hex')}`, mimeType: 'image/jpeg', sha256: undefined, filename: undefined,
-      }));
-      await assert.rejects(service().assertUsable(db, owner.organizationId, pending, 'image', '/image/media_id'), { code: 'invalid_state', param: '/image/media_id' });
+      const pending = await db.transaction().execute((trx) =>
+        service().adoptInbound(trx, {
+          organizationId: owner.organizationId,
+          connectionId: connection.id,
+          providerMediaId: `never-${randomBytes(4).toString('hex')}`,
+          mimeType: 'image/jpeg',
+          sha256: undefined,
+          filename: undefined,
+        }),
+      );
+      await assert.rejects(service().assertUsable(db, owner.organizationId, pending, 'image', '/image/media_id'), {
+        code: 'invalid_state',
+        param: '/image/media_id',
+      });
       assertError(await download(pending), 409, 'invalid_state');
     });
 
@@ -415,8 +602,14 @@ describe('media: sending and receiving', () => {
 
     it('providerSourceFor uploads separately for each sending number', async () => {
       const media = await uploaded({ bytes: sample('application/pdf'), type: 'application/pdf' });
-      const a = await service().providerSourceFor(owner.organizationId, media.id, { id: connection.id, credentials: await credentialsOf(owner.organizationId, connection.id) });
-      const b = await service().providerSourceFor(owner.organizationId, media.id, { id: other.id, credentials: await credentialsOf(owner.organizationId, other.id) });
+      const a = await service().providerSourceFor(owner.organizationId, media.id, {
+        id: connection.id,
+        credentials: await credentialsOf(owner.organizationId, connection.id),
+      });
+      const b = await service().providerSourceFor(owner.organizationId, media.id, {
+        id: other.id,
+        credentials: await credentialsOf(owner.organizationId, other.id),
+      });
       assert.ok('id' in a && 'id' in b);
       assert.notEqual(a.id, b.id);
       assert.equal(server.app.sandbox!.media.find(b.id)?.phoneNumberId, other.phone_number_id);
@@ -426,45 +619,92 @@ describe('media: sending and receiving', () => {
       const media = await uploaded({ bytes: sample('image/png'), type: 'image/png' });
       const credentials = await credentialsOf(owner.organizationId, connection.id);
       await server.request('POST', '/sandbox/control/behaviour', { body: { fail_next: { code: 131000 } } });
-      await assert.rejects(service().providerSourceFor(owner.organizationId, media.id, { id: connection.id, credentials }), { name: 'ProviderError', category: 'unavailable', retryable: true });
+      await assert.rejects(service().providerSourceFor(owner.organizationId, media.id, { id: connection.id, credentials }), {
+        name: 'ProviderError',
+        category: 'unavailable',
+        retryable: true,
+      });
     });
   });
 
   describe('inbound media', () => {
     /** A file a customer sent, as the sandbox holds it for the number. */
     function received(bytes: Buffer, mimeType: string): { id: string; sha256: string } {
-      const held = server.app.sandbox!.media.put({ wabaId: connection.waba_id, phoneNumberId: connection.phone_number_id, mimeType, bytes, origin: 'received' })!;
+      const held = server.app.sandbox!.media.put({
+        wabaId: connection.waba_id,
+        phoneNumberId: connection.phone_number_id,
+        mimeType,
+        bytes,
+        origin: 'received',
+      })!;
       return { id: held.id, sha256: held.sha256 };
     }
     const adopt = (providerMediaId: string, extra: { mimeType?: string; sha256?: string; filename?: string } = {}) =>
-      server.app.store.db.transaction().execute((trx) => service().adoptInbound(trx, {
-        organizationId: owner.organizationId, connectionId: connection.id, providerMediaId,
-        mimeType: extra.mimeType, sha256: extra.sha256, filename: extra.filename,
-      }));
+      server.app.store.db.transaction().execute((trx) =>
+        service().adoptInbound(trx, {
+          organizationId: owner.organizationId,
+          connectionId: connection.id,
+          providerMediaId,
+          mimeType: extra.mimeType,
+          sha256: extra.sha256,
+          filename: extra.filename,
+        }),
+      );
     const fetchJobs = (mediaId: string) =>
-      server.app.store.db.selectFrom('jobs').selectAll().where('name', '=', 'media.fetch').where('payload', '=', JSON.stringify({ media_id: mediaId })).execute();
+      server.app.store.db
+        .selectFrom('jobs')
+        .selectAll()
+        .where('name', '=', 'media.fetch')
+        .where('payload', '=', JSON.stringify({ media_id: mediaId }))
+        .execute();
 
     it('a media a customer sent through the sandbox is fetched by the worker and then downloads', async () => {
       const bytes = sample('image/png', 2_000);
       const answer = await server.request('POST', '/sandbox/control/inbound', {
-        body: { phone_number_id: connection.phone_number_id, from: '447700900123', type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' } },
+        body: {
+          phone_number_id: connection.phone_number_id,
+          from: '447700900123',
+          type: 'image',
+          image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' },
+        },
       });
       assert.equal(answer.status, 200, answer.text);
       await settle(server);
       const deliveries = (await server.request('GET', '/sandbox/control/webhooks')).body.data as { body: any }[];
-      const sent = deliveries.map((delivery) => delivery.body.entry[0].changes[0].value.messages?.[0]).find((message) => message?.id === answer.body.message_id);
+      const sent = deliveries
+        .map((delivery) => delivery.body.entry[0].changes[0].value.messages?.[0])
+        .find((message) => message?.id === answer.body.message_id);
       assert.ok(sent, 'the webhook went out');
 
       const id = await adopt(sent.image.id, { mimeType: sent.image.mime_type, sha256: sent.image.sha256 });
       assert.match(id, /^med_/);
-      assert.equal(await adopt(sent.image.id, { mimeType: sent.image.mime_type, sha256: sent.image.sha256 }), id, 'adopting the same provider media again answers the same id');
+      assert.equal(
+        await adopt(sent.image.id, { mimeType: sent.image.mime_type, sha256: sent.image.sha256 }),
+        id,
+        'adopting the same provider media again answers the same id',
+      );
       await server.app.worker.drain();
 
       const media = await get(id);
-      assert.deepEqual({ ...media, id: undefined, created_at: undefined, updated_at: undefined }, {
-        id: undefined, object: 'media', kind: 'image', mime_type: 'image/png', size: bytes.length, sha256: sha256(bytes), filename: null,
-        connection_id: connection.id, source: 'inbound', status: 'ready', failure_reason: null, metadata: {}, created_at: undefined, updated_at: undefined,
-      });
+      assert.deepEqual(
+        { ...media, id: undefined, created_at: undefined, updated_at: undefined },
+        {
+          id: undefined,
+          object: 'media',
+          kind: 'image',
+          mime_type: 'image/png',
+          size: bytes.length,
+          sha256: sha256(bytes),
+          filename: null,
+          connection_id: connection.id,
+          source: 'inbound',
+          status: 'ready',
+          failure_reason: null,
+          metadata: {},
+          created_at: undefined,
+          updated_at: undefined,
+        },
+      );
       const response = await download(id);
       assert.equal(response.status, 200);
       assert.ok(response.bytes.equals(bytes), 'the bytes are the customer’s');

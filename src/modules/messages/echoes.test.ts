@@ -25,7 +25,8 @@ describe('coexistence echoes', () => {
 
   const eventsOf = async (type: string, id: string) =>
     (await server.app.store.db.selectFrom('events').select(['type', 'data']).where('type', '=', type).execute())
-      .map((row) => JSON.parse(row.data) as { id: string }).filter((object) => object.id === id);
+      .map((row) => JSON.parse(row.data) as { id: string })
+      .filter((object) => object.id === id);
 
   it('files the owner’s message in the thread, emits message.echo, and hands the conversation to the app', async () => {
     const customer = newCustomer();
@@ -45,10 +46,14 @@ describe('coexistence echoes', () => {
     const customer = newCustomer();
     const echo = await control('/echo', { to: customer, text: 'Hello from the shop' });
     const connection = (await server.app.services.connections.findServing(server.app.store.db, line.phone_number_id))!;
-    const again = await server.app.store.db.transaction().execute((trx) => server.app.services.messages.recordEcho(trx, connection, {
-      providerMessageId: echo.provider_message_id, to: customer, sentAt: new Date(echo.sent_at),
-      body: { type: 'text', content: { body: 'Hello from the shop' }, context: undefined, extra: {} },
-    }));
+    const again = await server.app.store.db.transaction().execute((trx) =>
+      server.app.services.messages.recordEcho(trx, connection, {
+        providerMessageId: echo.provider_message_id,
+        to: customer,
+        sentAt: new Date(echo.sent_at),
+        body: { type: 'text', content: { body: 'Hello from the shop' }, context: undefined, extra: {} },
+      }),
+    );
     assert.equal(again, undefined);
     const rows = await server.app.store.db.selectFrom('messages').select('id').where('provider_message_id', '=', echo.provider_message_id).execute();
     assert.equal(rows.length, 1);

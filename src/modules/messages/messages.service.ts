@@ -120,33 +120,49 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     if (typeof media.id !== 'string') return content;
     const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
     const mediaId = await mediaFiles.adoptInbound(trx, {
-      organizationId: connection.organizationId, connectionId: connection.id, providerMediaId: media.id, kind: type,
-      mimeType: text(media.mime_type), sha256: text(media.sha256), filename: text(media.filename),
+      organizationId: connection.organizationId,
+      connectionId: connection.id,
+      providerMediaId: media.id,
+      kind: type,
+      mimeType: text(media.mime_type),
+      sha256: text(media.sha256),
+      filename: text(media.filename),
     });
     return { ...content, media_id: mediaId };
   }
 
-  async function fileMessage(trx: Trx, connection: ServingConnection, input: {
-    providerMessageId: string;
-    customerWaId: string;
-    profileName: string | undefined;
-    direction: 'inbound' | 'outbound';
-    status: MessageStatus;
-    sentAt: Date;
-    body: MessageBody;
-    imported: boolean;
-    echo?: boolean;
-  }): Promise<Message | undefined> {
+  async function fileMessage(
+    trx: Trx,
+    connection: ServingConnection,
+    input: {
+      providerMessageId: string;
+      customerWaId: string;
+      profileName: string | undefined;
+      direction: 'inbound' | 'outbound';
+      status: MessageStatus;
+      sentAt: Date;
+      body: MessageBody;
+      imported: boolean;
+      echo?: boolean;
+    },
+  ): Promise<Message | undefined> {
     // A retried or re-batched webhook must not file the same message twice.
     if (await store.findByProviderId(trx, connection.id, input.providerMessageId)) return undefined;
     const inbound = input.direction === 'inbound';
     const contact = await contacts.findOrCreateForInbound(trx, {
-      organizationId: connection.organizationId, connectionId: connection.id, waId: input.customerWaId,
-      profileName: input.profileName, at: input.sentAt,
+      organizationId: connection.organizationId,
+      connectionId: connection.id,
+      waId: input.customerWaId,
+      profileName: input.profileName,
+      at: input.sentAt,
     });
     const conversation = await conversations.recordMessage(trx, {
-      organizationId: connection.organizationId, connectionId: connection.id, contactId: contact.id,
-      at: input.sentAt, inbound, imported: input.imported,
+      organizationId: connection.organizationId,
+      connectionId: connection.id,
+      contactId: contact.id,
+      at: input.sentAt,
+      inbound,
+      imported: input.imported,
     });
     const replyTo = input.body.context?.replyTo;
     const replied = replyTo === undefined ? undefined : await store.findByProviderId(trx, connection.id, replyTo);
@@ -162,14 +178,15 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       direction: input.direction,
       type,
       content: JSON.stringify({ body: content, referral: (input.body.extra.referral as Record<string, unknown> | undefined) ?? null } satisfies StoredContent),
-      context: input.body.context === undefined
-        ? null
-        : JSON.stringify({
-            reply_to: replied?.id ?? null,
-            reply_to_provider_message_id: replyTo ?? null,
-            forwarded: input.body.context.forwarded ?? false,
-            frequently_forwarded: input.body.context.frequentlyForwarded ?? false,
-          } satisfies StoredContext),
+      context:
+        input.body.context === undefined
+          ? null
+          : JSON.stringify({
+              reply_to: replied?.id ?? null,
+              reply_to_provider_message_id: replyTo ?? null,
+              forwarded: input.body.context.forwarded ?? false,
+              frequently_forwarded: input.body.context.frequentlyForwarded ?? false,
+            } satisfies StoredContext),
       status: input.status,
       provider_message_id: input.providerMessageId,
       imported: input.imported ? 1 : 0,
@@ -208,7 +225,12 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   }
 
   /** Read receipts and typing indicators answer a customer's message; the provider call comes first. */
-  async function actOnInbound(principal: Principal, id: string, what: string, call: (access: ProviderAccess, providerMessageId: string) => Promise<void>): Promise<Message> {
+  async function actOnInbound(
+    principal: Principal,
+    id: string,
+    what: string,
+    call: (access: ProviderAccess, providerMessageId: string) => Promise<void>,
+  ): Promise<Message> {
     const row = await store.find(db, connectionScopeOf(principal), id);
     if (!row) throw notFound('message');
     if (row.direction !== 'inbound') throw new AppError('invalid_state', `Only a customer's message can be ${what}; this one is outbound.`);
@@ -246,12 +268,23 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
 
     /** A customer's message: stored with its contact and conversation, then `message.received`. */
-    async receive(trx: Trx, connection: ServingConnection, input: { providerMessageId: string; from: string; profileName: string | undefined; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
+    async receive(
+      trx: Trx,
+      connection: ServingConnection,
+      input: { providerMessageId: string; from: string; profileName: string | undefined; sentAt: Date; body: MessageBody },
+    ): Promise<Message | undefined> {
       const message = await fileMessage(trx, connection, {
-        providerMessageId: input.providerMessageId, customerWaId: input.from, profileName: input.profileName,
-        direction: 'inbound', status: 'received', sentAt: input.sentAt, body: input.body, imported: false,
+        providerMessageId: input.providerMessageId,
+        customerWaId: input.from,
+        profileName: input.profileName,
+        direction: 'inbound',
+        status: 'received',
+        sentAt: input.sentAt,
+        body: input.body,
+        imported: false,
       });
-      if (message) await events.emit(trx, { type: 'message.received', organizationId: connection.organizationId, connectionId: connection.id, object: message });
+      if (message)
+        await events.emit(trx, { type: 'message.received', organizationId: connection.organizationId, connectionId: connection.id, object: message });
       return message;
     },
 
@@ -261,10 +294,21 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * answers (the thread is created by whichever comes first), then `message.echo`, and the
      * conversation passes to the app: automations stand back while the owner answers by hand.
      */
-    async recordEcho(trx: Trx, connection: ServingConnection, input: { providerMessageId: string; to: string; sentAt: Date; body: MessageBody }): Promise<Message | undefined> {
+    async recordEcho(
+      trx: Trx,
+      connection: ServingConnection,
+      input: { providerMessageId: string; to: string; sentAt: Date; body: MessageBody },
+    ): Promise<Message | undefined> {
       const message = await fileMessage(trx, connection, {
-        providerMessageId: input.providerMessageId, customerWaId: input.to, profileName: undefined,
-        direction: 'outbound', status: 'sent', sentAt: input.sentAt, body: input.body, imported: false, echo: true,
+        providerMessageId: input.providerMessageId,
+        customerWaId: input.to,
+        profileName: undefined,
+        direction: 'outbound',
+        status: 'sent',
+        sentAt: input.sentAt,
+        body: input.body,
+        imported: false,
+        echo: true,
       });
       if (!message) return undefined;
       await events.emit(trx, { type: 'message.echo', organizationId: connection.organizationId, connectionId: connection.id, object: message });
@@ -277,16 +321,36 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * emits no message event (automations and webhooks must not react to last month's chats).
      * Answers how many messages were new.
      */
-    async importHistory(trx: Trx, connection: ServingConnection, thread: { userId: string; messages: { providerMessageId: string; direction: 'inbound' | 'outbound'; sentAt: Date; status: string | undefined; body: MessageBody }[] }): Promise<number> {
+    async importHistory(
+      trx: Trx,
+      connection: ServingConnection,
+      thread: {
+        userId: string;
+        messages: { providerMessageId: string; direction: 'inbound' | 'outbound'; sentAt: Date; status: string | undefined; body: MessageBody }[];
+      },
+    ): Promise<number> {
       let imported = 0;
       for (const message of thread.messages) {
         const reported = message.status?.toLowerCase();
-        const status: MessageStatus = message.direction === 'inbound'
-          ? 'received'
-          : reported === 'read' || reported === 'played' ? 'read' : reported === 'delivered' ? 'delivered' : reported === 'error' ? 'failed' : 'sent';
+        const status: MessageStatus =
+          message.direction === 'inbound'
+            ? 'received'
+            : reported === 'read' || reported === 'played'
+              ? 'read'
+              : reported === 'delivered'
+                ? 'delivered'
+                : reported === 'error'
+                  ? 'failed'
+                  : 'sent';
         const stored = await fileMessage(trx, connection, {
-          providerMessageId: message.providerMessageId, customerWaId: thread.userId, profileName: undefined,
-          direction: message.direction, status, sentAt: message.sentAt, body: message.body, imported: true,
+          providerMessageId: message.providerMessageId,
+          customerWaId: thread.userId,
+          profileName: undefined,
+          direction: message.direction,
+          status,
+          sentAt: message.sentAt,
+          body: message.body,
+          imported: true,
         });
         if (stored) imported++;
       }
@@ -299,7 +363,11 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * A status can overtake the answer to our own send: it names the message by the callback data
      * every send carries (our id), and its provider id is recorded then.
      */
-    async applyStatus(trx: Trx, connection: ServingConnection, input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[]; callbackData?: string | undefined }): Promise<boolean> {
+    async applyStatus(
+      trx: Trx,
+      connection: ServingConnection,
+      input: { providerMessageId: string; status: ProviderStatus; errors: ProviderErrorDetail[]; callbackData?: string | undefined },
+    ): Promise<boolean> {
       let row = await store.findByProviderId(trx, connection.id, input.providerMessageId);
       if (!row && input.callbackData?.startsWith('msg_')) {
         const sent = await store.findById(trx, input.callbackData);

@@ -30,8 +30,16 @@ export function createMessagesStore() {
     /** The newest message of each conversation, in one query (an index range per conversation). */
     lastOfConversations(db: Db, conversationIds: readonly string[]): Promise<MessagesTable[]> {
       if (conversationIds.length === 0) return Promise.resolve([]);
-      return db.selectFrom('messages as m').selectAll('m').where('m.conversation_id', 'in', conversationIds)
-        .where('m.id', '=', (eb) => eb.selectFrom('messages as n').select((inner) => inner.fn.max('n.id').as('id')).whereRef('n.conversation_id', '=', 'm.conversation_id'))
+      return db
+        .selectFrom('messages as m')
+        .selectAll('m')
+        .where('m.conversation_id', 'in', conversationIds)
+        .where('m.id', '=', (eb) =>
+          eb
+            .selectFrom('messages as n')
+            .select((inner) => inner.fn.max('n.id').as('id'))
+            .whereRef('n.conversation_id', '=', 'm.conversation_id'),
+        )
         .execute();
     },
     findByProviderId(db: Db, connectionId: string, providerMessageId: string): Promise<MessagesTable | undefined> {

@@ -1,9 +1,22 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, inbound as inboundRow, newCustomer, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import {
+  addMember,
+  assertError,
+  createConnection,
+  createKey,
+  inbound as inboundRow,
+  newCustomer,
+  signUp,
+  type SignedUp,
+  startServerWithOwner,
+} from '../../../test/factories.ts';
 
-interface Connection { id: string; phone_number_id: string }
+interface Connection {
+  id: string;
+  phone_number_id: string;
+}
 type Message = Record<string, any> & { id: string; conversation_id: string; contact_id: string; connection_id: string };
 
 describe('messages', () => {
@@ -115,7 +128,11 @@ describe('messages', () => {
         assertError(await server.request('GET', `/v1/messages${query}`, { token: owner.token }), 400, 'validation_failed');
       }
       const otherMessage = await inbound(other, { from: newCustomer(), type: 'text', text: 'y' });
-      assertError(await server.request('GET', `/v1/messages?conversation_id=${message.conversation_id}&after=${otherMessage.id}`, { token: owner.token }), 400, 'validation_failed');
+      assertError(
+        await server.request('GET', `/v1/messages?conversation_id=${message.conversation_id}&after=${otherMessage.id}`, { token: owner.token }),
+        400,
+        'validation_failed',
+      );
     });
   });
 

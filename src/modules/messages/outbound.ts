@@ -46,8 +46,12 @@ export function assertContentMatchesType(input: SendMessageInput): void {
 function contactCard(card: NonNullable<SendMessageInput['contacts']>[number]): ContactCard {
   return {
     name: {
-      formattedName: card.name.formatted_name, firstName: card.name.first_name, lastName: card.name.last_name,
-      middleName: card.name.middle_name, prefix: card.name.prefix, suffix: card.name.suffix,
+      formattedName: card.name.formatted_name,
+      firstName: card.name.first_name,
+      lastName: card.name.last_name,
+      middleName: card.name.middle_name,
+      prefix: card.name.prefix,
+      suffix: card.name.suffix,
     },
     phones: card.phones?.map((phone) => ({ phone: phone.phone, type: phone.type, waId: phone.wa_id })),
     emails: card.emails,
@@ -62,8 +66,12 @@ function interactive(input: NonNullable<SendMessageInput['interactive']>): Inter
   const footer = input.footer?.text;
   if (input.type === 'list') {
     return {
-      kind: 'list', body: input.body.text, footer, buttonLabel: input.action.button,
-      header: input.header, sections: input.action.sections,
+      kind: 'list',
+      body: input.body.text,
+      footer,
+      buttonLabel: input.action.button,
+      header: input.header,
+      sections: input.action.sections,
     };
   }
   let header: InteractiveHeader<MediaReference> | undefined;
@@ -115,13 +123,20 @@ export function mediaSlotOf(content: OutboundContent): MediaSlot | undefined {
     const { interactive } = content;
     const header = content.interactive.header;
     return {
-      reference: header.media, kind: header.type, param: `/interactive/header/${header.type}/media_id`,
+      reference: header.media,
+      kind: header.type,
+      param: `/interactive/header/${header.type}/media_id`,
       filledWith: (media) => ({ ...content, interactive: { ...interactive, header: { ...header, media } } }),
     };
   }
   if (content.type === 'template' && content.headerParameter && 'media' in content.headerParameter) {
     const header = content.headerParameter;
-    return { reference: header.media, kind: header.type, param: '/template/header/media_id', filledWith: (media) => ({ ...content, headerParameter: { ...header, media } }) };
+    return {
+      reference: header.media,
+      kind: header.type,
+      param: '/template/header/media_id',
+      filledWith: (media) => ({ ...content, headerParameter: { ...header, media } }),
+    };
   }
   return undefined;
 }

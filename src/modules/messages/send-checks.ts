@@ -46,9 +46,16 @@ export interface CheckedSend {
 export function createSendChecks(deps: SendChecksDeps) {
   const { db, store, connections, contacts, conversations, templates, media } = deps;
 
-  async function recipientOf(principal: Principal, input: { contact_id?: string | undefined; to?: string | undefined }): Promise<{ contact: Contact | undefined; phoneNumber: string }> {
+  async function recipientOf(
+    principal: Principal,
+    input: { contact_id?: string | undefined; to?: string | undefined },
+  ): Promise<{ contact: Contact | undefined; phoneNumber: string }> {
     if ((input.contact_id === undefined) === (input.to === undefined)) {
-      throw invalidParam(input.to === undefined ? '/contact_id' : '/to', input.to === undefined ? 'or to is required' : 'cannot be given with contact_id', input.to === undefined ? 'required' : 'exclusive');
+      throw invalidParam(
+        input.to === undefined ? '/contact_id' : '/to',
+        input.to === undefined ? 'or to is required' : 'cannot be given with contact_id',
+        input.to === undefined ? 'required' : 'exclusive',
+      );
     }
     if (input.contact_id !== undefined) {
       const contact = await contacts.getForReference(db, principal, input.contact_id, '/contact_id');
@@ -58,7 +65,12 @@ export function createSendChecks(deps: SendChecksDeps) {
   }
 
   /** A message quoted or reacted to must be one of this conversation, and known to the provider. */
-  async function targetInThread(principal: Principal, id: string, thread: { connectionId: string; contactId: string | undefined }, param: string): Promise<MessagesTable> {
+  async function targetInThread(
+    principal: Principal,
+    id: string,
+    thread: { connectionId: string; contactId: string | undefined },
+    param: string,
+  ): Promise<MessagesTable> {
     const row = await store.find(db, { organizationId: principal.organizationId }, id);
     if (!row) throw new AppError('resource_not_found', `No such message: ${id}.`, { param });
     if (row.connection_id !== thread.connectionId || row.contact_id !== thread.contactId) {
@@ -75,9 +87,13 @@ export function createSendChecks(deps: SendChecksDeps) {
     const window = contact && (await conversations.windowOf(db, connectionId, contact.id));
     if (window?.open) return;
     const approved = await templates.listApproved(db, connectionId);
-    throw new AppError('window_closed', window?.lastInboundAt
-      ? `The customer last wrote at ${window.lastInboundAt}; free-form messages were allowed until ${window.expiresAt}. Send an approved template.`
-      : 'The customer has never written to this number; only an approved template can start the conversation.', { extra: { templates: approved } });
+    throw new AppError(
+      'window_closed',
+      window?.lastInboundAt
+        ? `The customer last wrote at ${window.lastInboundAt}; free-form messages were allowed until ${window.expiresAt}. Send an approved template.`
+        : 'The customer has never written to this number; only an approved template can start the conversation.',
+      { extra: { templates: approved } },
+    );
   }
 
   async function check(principal: Principal, input: SendMessageInput): Promise<CheckedSend> {
@@ -112,7 +128,15 @@ export function createSendChecks(deps: SendChecksDeps) {
     if (slot && 'mediaId' in slot.reference) await media.assertUsable(db, principal.organizationId, slot.reference.mediaId, slot.kind, slot.param);
     const replyTo = input.reply_to === undefined ? undefined : await targetInThread(principal, input.reply_to, thread, '/reply_to');
     return {
-      principal, connectionId, organizationId: principal.organizationId, contact, recipientParam: input.contact_id === undefined ? '/to' : '/contact_id', phoneNumber, shown, type: input.type, replyTo,
+      principal,
+      connectionId,
+      organizationId: principal.organizationId,
+      contact,
+      recipientParam: input.contact_id === undefined ? '/to' : '/contact_id',
+      phoneNumber,
+      shown,
+      type: input.type,
+      replyTo,
       request: { content, to: phoneNumber.slice(1), ...(replyTo ? { replyTo: replyTo.provider_message_id! } : {}) },
       metadata: input.metadata ?? {},
     };

@@ -61,10 +61,19 @@ export function createSendingService(deps: SendingServiceDeps) {
       const contact = checked.contact
         ? await contacts.lockForReference(trx, checked.principal, checked.contact.id, checked.recipientParam)
         : await contacts.findOrCreateForInbound(trx, {
-            organizationId: checked.organizationId, connectionId: checked.connectionId, waId: checked.request.to, profileName: undefined, at: clock.now(),
+            organizationId: checked.organizationId,
+            connectionId: checked.connectionId,
+            waId: checked.request.to,
+            profileName: undefined,
+            at: clock.now(),
           });
       const conversation = await conversations.recordMessage(trx, {
-        organizationId: checked.organizationId, connectionId: checked.connectionId, contactId: contact.id, at: clock.now(), inbound: false, imported: false,
+        organizationId: checked.organizationId,
+        connectionId: checked.connectionId,
+        contactId: contact.id,
+        at: clock.now(),
+        inbound: false,
+        imported: false,
       });
       // Inside the transaction that stores the message, so that a lock taken meanwhile is seen.
       await locks.assertMaySend(trx, conversation.id, checked.principal);
@@ -79,7 +88,12 @@ export function createSendingService(deps: SendingServiceDeps) {
         type: checked.type,
         content: JSON.stringify({ body: checked.shown, referral: null }),
         context: checked.replyTo
-          ? JSON.stringify({ reply_to: checked.replyTo.id, reply_to_provider_message_id: checked.replyTo.provider_message_id, forwarded: false, frequently_forwarded: false })
+          ? JSON.stringify({
+              reply_to: checked.replyTo.id,
+              reply_to_provider_message_id: checked.replyTo.provider_message_id,
+              forwarded: false,
+              frequently_forwarded: false,
+            })
           : null,
         status: 'queued',
         provider_message_id: null,
@@ -127,7 +141,9 @@ export function createSendingService(deps: SendingServiceDeps) {
     const lastAttempt = context.attempt >= context.maxAttempts;
     if (error.category === 'timeout' && !lastAttempt) {
       throw new JobError('the provider did not answer; sent again after the grace period unless a status shows it arrived', {
-        retryable: true, retryAt: new Date(clock.now().getTime() + SEND_TIMEOUT_GRACE_MS), cause: error,
+        retryable: true,
+        retryAt: new Date(clock.now().getTime() + SEND_TIMEOUT_GRACE_MS),
+        cause: error,
       });
     }
     if (error.retryable && !lastAttempt) {
@@ -146,10 +162,15 @@ export function createSendingService(deps: SendingServiceDeps) {
     /** A reaction to a message, sent into the message's own conversation. */
     async react(actor: Actor, id: string, input: ReactInput): Promise<Message> {
       const target = await messages.get(actor.principal, id);
-      return storeAndQueue(await checks.check(actor.principal, {
-        connection_id: target.connection_id, contact_id: target.contact_id, type: 'reaction',
-        reaction: { message_id: target.id, emoji: input.emoji }, ...(input.metadata ? { metadata: input.metadata } : {}),
-      }));
+      return storeAndQueue(
+        await checks.check(actor.principal, {
+          connection_id: target.connection_id,
+          contact_id: target.contact_id,
+          type: 'reaction',
+          reaction: { message_id: target.id, emoji: input.emoji },
+          ...(input.metadata ? { metadata: input.metadata } : {}),
+        }),
+      );
     },
 
     /** The queued job: sends a stored message once. Safe to run again at any point. */
@@ -170,7 +191,10 @@ export function createSendingService(deps: SendingServiceDeps) {
       const request = JSON.parse(row.send_request) as SendRequest;
       try {
         const content = await resolveMedia(request.content, async (reference) =>
-          'link' in reference ? reference : media.providerSourceFor(row.organization_id, reference.mediaId, { id: access.connectionId, credentials: access.credentials }));
+          'link' in reference
+            ? reference
+            : media.providerSourceFor(row.organization_id, reference.mediaId, { id: access.connectionId, credentials: access.credentials }),
+        );
         const sent = await provider.sendMessage(access.credentials, { ...content, to: request.to, replyTo: request.replyTo, callbackData: row.id });
         await recordAccepted(row, sent.providerMessageId);
       } catch (error) {

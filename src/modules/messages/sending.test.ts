@@ -4,12 +4,25 @@ import { before, describe, it } from 'node:test';
 import { HOUR, MINUTE } from '../../lib/clock.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
-import { assertError, createConnection, createKey, inbound as inboundRow, newCustomer, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import {
+  assertError,
+  createConnection,
+  createKey,
+  inbound as inboundRow,
+  newCustomer,
+  settle,
+  signUp,
+  type SignedUp,
+  startServerWithOwner,
+} from '../../../test/factories.ts';
 import { SEND_TIMEOUT_GRACE_MS } from './index.ts';
 
 const idempotencyKey = () => `key-${randomBytes(8).toString('hex')}`;
 
-interface Connection { id: string; phone_number_id: string }
+interface Connection {
+  id: string;
+  phone_number_id: string;
+}
 type Message = Record<string, any> & { id: string; conversation_id: string; contact_id: string; status: string };
 
 describe('sending messages', () => {
@@ -30,7 +43,8 @@ describe('sending messages', () => {
     readOnlyKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live', scopes: ['messages:read'] })).key;
     receiver = await startReceiver(suite);
     const endpoint = await server.request('POST', '/v1/webhook-endpoints', {
-      token: key, body: { url: receiver.url, events: ['message.status', 'message.sent', 'conversation.created'] },
+      token: key,
+      body: { url: receiver.url, events: ['message.status', 'message.sent', 'conversation.created'] },
     });
     assert.equal(endpoint.status, 201, endpoint.text);
   });
@@ -62,7 +76,8 @@ describe('sending messages', () => {
    * concurrently and may arrive in any order, but event ids sort by creation.
    */
   const deliveriesFor = (id: string) =>
-    receiver.received.map((request) => JSON.parse(request.body) as { id: string; type: string; data: { object: Message } })
+    receiver.received
+      .map((request) => JSON.parse(request.body) as { id: string; type: string; data: { object: Message } })
       .filter((event) => event.data.object.id === id)
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
@@ -85,7 +100,10 @@ describe('sending messages', () => {
       assert.match(read.provider_message_id, /^wamid\./);
       assert.ok(read.sent_at);
       const events = deliveriesFor(message.id);
-      assert.deepEqual(events.filter((event) => event.type === 'message.status').map((event) => event.data.object.status), ['queued', 'sent', 'delivered', 'read']);
+      assert.deepEqual(
+        events.filter((event) => event.type === 'message.status').map((event) => event.data.object.status),
+        ['queued', 'sent', 'delivered', 'read'],
+      );
       assert.equal(events.filter((event) => event.type === 'message.sent').length, 1);
       const sandboxMessage = server.app.sandbox!.state.findMessage(read.provider_message_id);
       assert.equal(sandboxMessage?.waId, from);
@@ -106,7 +124,11 @@ describe('sending messages', () => {
       const reply = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'Replying' }, reply_to: received.id });
       assert.equal(reply.status, 201, reply.text);
       assert.equal(reply.body.context.reply_to, received.id);
-      const reaction = await server.request('POST', `/v1/messages/${received.id}/reactions`, { token: key, body: { emoji: '👍' }, headers: { 'idempotency-key': idempotencyKey() } });
+      const reaction = await server.request('POST', `/v1/messages/${received.id}/reactions`, {
+        token: key,
+        body: { emoji: '👍' },
+        headers: { 'idempotency-key': idempotencyKey() },
+      });
       assert.equal(reaction.status, 201, reaction.text);
       assert.equal(reaction.body.type, 'reaction');
       assert.deepEqual(reaction.body.reaction, { message_id: received.id, emoji: '👍' });
@@ -120,8 +142,27 @@ describe('sending messages', () => {
       const bodies = [
         { type: 'location', location: { latitude: 51.5, longitude: -0.12, name: 'Shop' } },
         { type: 'contacts', contacts: [{ name: { formatted_name: 'Ada Lovelace' }, phones: [{ phone: '+447700900123', type: 'work' }] }] },
-        { type: 'interactive', interactive: { type: 'button', body: { text: 'Pick one' }, action: { buttons: [{ type: 'reply', reply: { id: 'yes', title: 'Yes' } }, { type: 'reply', reply: { id: 'no', title: 'No' } }] } } },
-        { type: 'interactive', interactive: { type: 'list', body: { text: 'Menu' }, action: { button: 'Open', sections: [{ title: 'Sizes', rows: [{ id: 's', title: 'Small' }] }] } } },
+        {
+          type: 'interactive',
+          interactive: {
+            type: 'button',
+            body: { text: 'Pick one' },
+            action: {
+              buttons: [
+                { type: 'reply', reply: { id: 'yes', title: 'Yes' } },
+                { type: 'reply', reply: { id: 'no', title: 'No' } },
+              ],
+            },
+          },
+        },
+        {
+          type: 'interactive',
+          interactive: {
+            type: 'list',
+            body: { text: 'Menu' },
+            action: { button: 'Open', sections: [{ title: 'Sizes', rows: [{ id: 's', title: 'Small' }] }] },
+          },
+        },
         { type: 'image', image: { link: 'https://example.com/cat.jpg', caption: 'A cat' } },
       ];
       for (const body of bodies) {
@@ -160,7 +201,7 @@ describe('sending messages', () => {
       const form = new FormData();
       form.append('file', new Blob([png()], { type: 'image/png' }), 'receipt.png');
       const uploaded = await fetch(`${server.url}/v1/media`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-      const media = await uploaded.json() as { id: string };
+      const media = (await uploaded.json()) as { id: string };
       assert.equal(uploaded.status, 201, JSON.stringify(media));
       const received = await inbound(newCustomer());
       const response = await send({ contact_id: received.contact_id, type: 'image', image: { media_id: media.id, caption: 'Your receipt' } });
@@ -176,7 +217,10 @@ describe('sending messages', () => {
 
     it('keeps what a customer sends: the message names our media id, and the worker fetches the bytes', async () => {
       const bytes = png();
-      const row = await inboundRow(server, line, { type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' } });
+      const row = await inboundRow(server, line, {
+        type: 'image',
+        image: { mime_type: 'image/png', content_base64: bytes.toString('base64'), caption: 'my receipt' },
+      });
       const message = await getMessage(row.id);
       assert.equal(message.type, 'image');
       assert.match(message.image.media_id, /^med_/);
@@ -189,12 +233,18 @@ describe('sending messages', () => {
 
   describe('the 24-hour window', () => {
     it('refuses a free-form message to a customer who never wrote, before storing anything', async () => {
-      const before = await server.app.store.db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const before = await server.app.store.db
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       const number = newCustomer();
       const response = await send({ to: `+${number}`, type: 'text', text: { body: 'Cold outreach' } });
       assertError(response, 409, 'window_closed');
       assert.ok(Array.isArray(response.body.error.templates), 'the error lists the approved templates');
-      const after = await server.app.store.db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const after = await server.app.store.db
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       assert.equal(Number(after.n), Number(before.n));
       const contacts = await server.request('GET', `/v1/contacts?phone_number=%2B${number}`, { token: key });
       assert.deepEqual(contacts.body.data, [], 'no contact was created for a refused send');
@@ -214,12 +264,15 @@ describe('sending messages', () => {
     before(async () => {
       const define = async (name: string, category: string, text: string, examples: string[], approve: boolean) => {
         const created = await server.request('POST', '/v1/templates', {
-          token: key, body: { connection_id: line.id, name, language: 'en_US', category, components: [{ type: 'body', text, examples }] },
+          token: key,
+          body: { connection_id: line.id, name, language: 'en_US', category, components: [{ type: 'body', text, examples }] },
         });
         assert.equal(created.status, 201, created.text);
         templates[name] = created.body;
         if (!approve) return;
-        const reviewed = await server.request('POST', '/sandbox/control/template-status', { body: { template_id: created.body.provider_template_id, status: 'APPROVED' } });
+        const reviewed = await server.request('POST', '/sandbox/control/template-status', {
+          body: { template_id: created.body.provider_template_id, status: 'APPROVED' },
+        });
         assert.equal(reviewed.status, 200, reviewed.text);
         await settle(server);
       };
@@ -258,7 +311,10 @@ describe('sending messages', () => {
 
     it('refuses a marketing template to a contact who opted out, and still sends a utility one', async () => {
       const received = await inbound(newCustomer());
-      const optOut = await server.request('POST', `/v1/contacts/${received.contact_id}/consent`, { token: key, body: { status: 'opted_out', source: 'keyword' } });
+      const optOut = await server.request('POST', `/v1/contacts/${received.contact_id}/consent`, {
+        token: key,
+        body: { status: 'opted_out', source: 'keyword' },
+      });
       assert.equal(optOut.status, 200, optOut.text);
       const marketing = await send({ contact_id: received.contact_id, type: 'template', template: { name: 'spring_sale', language: 'en_US', body: ['20%'] } });
       assertError(marketing, 409, 'contact_opted_out');
@@ -286,15 +342,20 @@ describe('sending messages', () => {
     it('100 concurrent sends with distinct keys to one conversation: each stored once, each sent once', async () => {
       const customer = newCustomer();
       const received = await inbound(customer);
-      const responses = await Promise.all(Array.from({ length: 100 }, (_, index) =>
-        send({ contact_id: received.contact_id, type: 'text', text: { body: `Message ${index}` } })));
+      const responses = await Promise.all(
+        Array.from({ length: 100 }, (_, index) => send({ contact_id: received.contact_id, type: 'text', text: { body: `Message ${index}` } })),
+      );
       assert.deepEqual([...new Set(responses.map((response) => response.status))], [201]);
       assert.equal(new Set(responses.map((response) => response.body.id)).size, 100);
       assert.equal(new Set(responses.map((response) => response.body.conversation_id)).size, 1);
       // Faster than the number's ceiling: some are throttled by the provider and retried by the queue.
       await settleWithRetries();
-      const rows = await server.app.store.db.selectFrom('messages').select(['status', 'provider_message_id'])
-        .where('conversation_id', '=', received.conversation_id).where('direction', '=', 'outbound').execute();
+      const rows = await server.app.store.db
+        .selectFrom('messages')
+        .select(['status', 'provider_message_id'])
+        .where('conversation_id', '=', received.conversation_id)
+        .where('direction', '=', 'outbound')
+        .execute();
       assert.equal(rows.length, 100);
       assert.equal(new Set(rows.map((row) => row.provider_message_id)).size, 100, 'one provider message per stored message');
       assert.ok(rows.every((row) => row.status === 'read'));
@@ -313,7 +374,12 @@ describe('sending messages', () => {
       assert.equal(failed.status, 'failed');
       assert.equal(failed.error.code, 131009);
       assert.equal(failed.provider_message_id, null);
-      assert.deepEqual(deliveriesFor(failed.id).filter((event) => event.type === 'message.status').map((event) => event.data.object.status), ['queued', 'failed']);
+      assert.deepEqual(
+        deliveriesFor(failed.id)
+          .filter((event) => event.type === 'message.status')
+          .map((event) => event.data.object.status),
+        ['queued', 'failed'],
+      );
     });
 
     it('an outage is retried on the job’s schedule and the message goes out once', async () => {
@@ -344,15 +410,25 @@ describe('sending messages', () => {
       const received = await inbound(newCustomer());
       const response = await send({ contact_id: received.contact_id, type: 'text', text: { body: 'Raced' } });
       const connection = (await server.app.services.connections.findServing(server.app.store.db, line.phone_number_id))!;
-      await server.app.store.db.transaction().execute((trx) => server.app.services.messages.applyStatus(trx, connection, {
-        providerMessageId: 'wamid.overtaking', status: 'delivered', errors: [], callbackData: response.body.id,
-      }));
+      await server.app.store.db.transaction().execute((trx) =>
+        server.app.services.messages.applyStatus(trx, connection, {
+          providerMessageId: 'wamid.overtaking',
+          status: 'delivered',
+          errors: [],
+          callbackData: response.body.id,
+        }),
+      );
       await settle(server);
       const message = await getMessage(response.body.id);
       assert.equal(message.provider_message_id, 'wamid.overtaking');
       assert.equal(message.status, 'delivered', 'sent never regresses a delivered message');
       // Delivered implies sent: the step the report skipped is announced with it, once.
-      assert.deepEqual(deliveriesFor(message.id).filter((event) => event.type === 'message.status').map((event) => event.data.object.status), ['queued', 'sent', 'delivered']);
+      assert.deepEqual(
+        deliveriesFor(message.id)
+          .filter((event) => event.type === 'message.status')
+          .map((event) => event.data.object.status),
+        ['queued', 'sent', 'delivered'],
+      );
       assert.equal(deliveriesFor(message.id).filter((event) => event.type === 'message.sent').length, 1);
     });
 
@@ -363,7 +439,8 @@ describe('sending messages', () => {
       await inboundRow(slow.server, connection, { from, text: 'hello' });
       await slow.server.request('POST', '/sandbox/control/behaviour', { body: { latency_ms: 1000 } });
       const response = await slow.server.request('POST', '/v1/messages', {
-        token: slow.owner.token, headers: { 'idempotency-key': idempotencyKey() },
+        token: slow.owner.token,
+        headers: { 'idempotency-key': idempotencyKey() },
         body: { connection_id: connection.id, to: `+${from}`, type: 'text', text: { body: 'Slow provider' } },
       });
       assert.equal(response.status, 201, response.text);
@@ -374,7 +451,11 @@ describe('sending messages', () => {
       await settle(slow.server);
       slow.server.clock.advance(SEND_TIMEOUT_GRACE_MS + MINUTE);
       await settle(slow.server);
-      const rows = await slow.server.app.store.db.selectFrom('messages').select(['status', 'provider_message_id']).where('id', '=', response.body.id).executeTakeFirstOrThrow();
+      const rows = await slow.server.app.store.db
+        .selectFrom('messages')
+        .select(['status', 'provider_message_id'])
+        .where('id', '=', response.body.id)
+        .executeTakeFirstOrThrow();
       assert.ok(rows.provider_message_id, 'learnt from the status');
       const sandboxSends = [...slow.server.app.sandbox!.state.outboundTo(from)];
       assert.equal(sandboxSends.length, 1, 'the provider received it once');
@@ -433,7 +514,7 @@ describe('sending messages', () => {
       const form = new FormData();
       form.append('file', new Blob([Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(400)])], { type: 'image/jpeg' }), 'theirs.jpg');
       const upload = await fetch(`${server.url}/v1/media`, { method: 'POST', headers: { authorization: `Bearer ${stranger.token}` }, body: form });
-      const theirMedia = await upload.json() as { id: string };
+      const theirMedia = (await upload.json()) as { id: string };
       assert.equal(upload.status, 201, JSON.stringify(theirMedia));
       await invalid({ type: 'image', image: { media_id: theirMedia.id } }, '/image/media_id', 'resource_not_found', 404);
       const gone = await inbound(newCustomer());
@@ -447,17 +528,26 @@ describe('sending messages', () => {
       const elsewhere = await inbound(newCustomer());
       await invalid({ type: 'reaction', reaction: { message_id: elsewhere.id, emoji: '👍' } }, '/reaction/message_id', 'reaction_target_invalid');
       await invalid({ type: 'text', text: { body: 'hi' }, reply_to: elsewhere.id }, '/reply_to', 'reaction_target_invalid');
-      await invalid({ type: 'reaction', reaction: { message_id: 'msg_00000000000000000000000000', emoji: '👍' } }, '/reaction/message_id', 'resource_not_found', 404);
+      await invalid(
+        { type: 'reaction', reaction: { message_id: 'msg_00000000000000000000000000', emoji: '👍' } },
+        '/reaction/message_id',
+        'resource_not_found',
+        404,
+      );
     });
 
     it('an organization key must name the connection; a connection key sends from its own', async () => {
       const missing = await server.request('POST', '/v1/messages', {
-        token: key, headers: { 'idempotency-key': idempotencyKey() }, body: { contact_id: received.contact_id, type: 'text', text: { body: 'hi' } },
+        token: key,
+        headers: { 'idempotency-key': idempotencyKey() },
+        body: { contact_id: received.contact_id, type: 'text', text: { body: 'hi' } },
       });
       assertError(missing, 400, 'validation_failed');
       assert.equal(missing.body.error.param, '/connection_id');
       const own = await server.request('POST', '/v1/messages', {
-        token: connectionKey, headers: { 'idempotency-key': idempotencyKey() }, body: { contact_id: received.contact_id, type: 'text', text: { body: 'hi' } },
+        token: connectionKey,
+        headers: { 'idempotency-key': idempotencyKey() },
+        body: { contact_id: received.contact_id, type: 'text', text: { body: 'hi' } },
       });
       assert.equal(own.status, 201, own.text);
       assert.equal(own.body.connection_id, line.id);
@@ -501,12 +591,23 @@ describe('sending messages', () => {
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
       assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.waId, from, 'the sandbox number of the test connection sent it');
-      assert.deepEqual(deliveriesFor(sent.id).filter((event) => event.type === 'message.status').map((event) => event.data.object.status), ['queued', 'sent', 'delivered', 'read']);
+      assert.deepEqual(
+        deliveriesFor(sent.id)
+          .filter((event) => event.type === 'message.status')
+          .map((event) => event.data.object.status),
+        ['queued', 'sent', 'delivered', 'read'],
+      );
       const listed = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}&order=asc`, { token: key });
       assert.equal(listed.status, 200, listed.text);
-      assert.deepEqual(listed.body.data.map((message: Message) => message.id), [received.id, sent.id]);
+      assert.deepEqual(
+        listed.body.data.map((message: Message) => message.id),
+        [received.id, sent.id],
+      );
       const byConnection = await server.request('GET', `/v1/messages?connection_id=${testLine.id}`, { token: key });
-      assert.deepEqual(byConnection.body.data.map((message: Message) => message.id), [sent.id, received.id]);
+      assert.deepEqual(
+        byConnection.body.data.map((message: Message) => message.id),
+        [sent.id, received.id],
+      );
       assert.equal((await server.request('GET', `/v1/conversations/${received.conversation_id}`, { token: key })).status, 200);
       const read = await server.request('POST', `/v1/messages/${received.id}/read`, { token: key });
       assert.equal(read.status, 200, read.text);
@@ -517,12 +618,19 @@ describe('sending messages', () => {
       const login = await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } });
       const testKey = (await createKey(server, login.body.token, { kind: 'organization', mode: 'test' })).key;
       const received = await inbound(newCustomer());
-      const refused = assertError(await send({ contact_id: received.contact_id, type: 'text', text: { body: 'From a test key' } }, { token: testKey }), 403, 'test_key_on_live_connection');
+      const refused = assertError(
+        await send({ contact_id: received.contact_id, type: 'text', text: { body: 'From a test key' } }, { token: testKey }),
+        403,
+        'test_key_on_live_connection',
+      );
       assert.equal(refused.type, 'permission_error');
       assert.equal(refused.param, '/connection_id');
       assertError(await server.request('GET', `/v1/connections/${line.id}`, { token: testKey }), 403, 'test_key_on_live_connection');
       const listed = await server.request('GET', `/v1/messages?conversation_id=${received.conversation_id}`, { token: key });
-      assert.deepEqual(listed.body.data.map((message: Message) => message.id), [received.id]);
+      assert.deepEqual(
+        listed.body.data.map((message: Message) => message.id),
+        [received.id],
+      );
     });
   });
 });

@@ -57,14 +57,24 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
             log.warn({ connection_id: connection.id }, 'inbound message without a phone number (username-only user); skipped');
             return;
           }
-          await messages.receive(trx, connection, { providerMessageId: update.providerMessageId, from: update.from, profileName: update.profileName, sentAt: update.sentAt, body: update.body });
+          await messages.receive(trx, connection, {
+            providerMessageId: update.providerMessageId,
+            from: update.from,
+            profileName: update.profileName,
+            sentAt: update.sentAt,
+            body: update.body,
+          });
         });
       case 'status':
         return db.transaction().execute(async (trx) => {
           const connection = await serving(trx, update.number.phoneNumberId, update.kind);
           if (!connection) return;
           const known = await messages.applyStatus(trx, connection, update);
-          if (!known) log.info({ connection_id: connection.id, provider_message_id: update.providerMessageId }, 'status for a message not sent through this service; skipped');
+          if (!known)
+            log.info(
+              { connection_id: connection.id, provider_message_id: update.providerMessageId },
+              'status for a message not sent through this service; skipped',
+            );
         });
       case 'history':
         return db.transaction().execute(async (trx) => {
@@ -92,7 +102,11 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
         return db.transaction().execute(async (trx) => {
           for (const connection of await connections.findServingAccount(trx, update.wabaId)) {
             const known = await templates.statusChanged(trx, connection.id, update);
-            if (!known) log.info({ connection_id: connection.id, provider_template_id: update.providerTemplateId }, 'status of a template not synced yet; the next sync records it');
+            if (!known)
+              log.info(
+                { connection_id: connection.id, provider_template_id: update.providerTemplateId },
+                'status of a template not synced yet; the next sync records it',
+              );
           }
         });
       case 'echo':
@@ -109,7 +123,11 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
   return {
     /** The provider's subscription handshake: the challenge comes back only to the right token. */
     handshake(query: { 'hub.mode'?: string; 'hub.verify_token'?: string; 'hub.challenge'?: string }): string {
-      if (query['hub.mode'] !== 'subscribe' || query['hub.challenge'] === undefined || !constantTimeEqual(query['hub.verify_token'] ?? '', inbound.verifyToken)) {
+      if (
+        query['hub.mode'] !== 'subscribe' ||
+        query['hub.challenge'] === undefined ||
+        !constantTimeEqual(query['hub.verify_token'] ?? '', inbound.verifyToken)
+      ) {
         throw new AppError('signature_invalid', 'The verify token does not match.');
       }
       return query['hub.challenge'];
@@ -133,7 +151,15 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       const now = clock.now();
       const id = newId('providerWebhook', now.getTime());
       const inserted = await db.transaction().execute(async (trx) => {
-        const fresh = await store.insertIfAbsent(trx, { id, body_sha256: sha256Hex(rawBody), body: text, received_at: now.toISOString(), processed_at: null, updates: null, error: null });
+        const fresh = await store.insertIfAbsent(trx, {
+          id,
+          body_sha256: sha256Hex(rawBody),
+          body: text,
+          received_at: now.toISOString(),
+          processed_at: null,
+          updates: null,
+          error: null,
+        });
         if (fresh) await queue.enqueue(trx, providerWebhookProcess, { provider_webhook_id: id });
         return fresh;
       });
@@ -150,7 +176,11 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       } catch (error) {
         // Retrying cannot make a body an envelope: record why and stop.
         log.warn({ err: error, provider_webhook_id: id }, 'provider webhook is not an envelope; kept unprocessed');
-        await store.markProcessed(db, id, { processed_at: clock.now().toISOString(), updates: 0, error: error instanceof Error ? error.message : String(error) });
+        await store.markProcessed(db, id, {
+          processed_at: clock.now().toISOString(),
+          updates: 0,
+          error: error instanceof Error ? error.message : String(error),
+        });
         return;
       }
       for (const update of updates) await apply(update);

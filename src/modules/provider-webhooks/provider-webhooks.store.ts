@@ -5,7 +5,11 @@ export function createProviderWebhooksStore() {
   return {
     /** Inserts unless the same bytes were received before; answers whether this call inserted them. */
     async insertIfAbsent(db: Db, row: ProviderWebhooksTable): Promise<boolean> {
-      const result = await db.insertInto('provider_webhooks').values(row).onConflict((conflict) => conflict.column('body_sha256').doNothing()).executeTakeFirst();
+      const result = await db
+        .insertInto('provider_webhooks')
+        .values(row)
+        .onConflict((conflict) => conflict.column('body_sha256').doNothing())
+        .executeTakeFirst();
       return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
     },
     find(db: Db, id: string): Promise<ProviderWebhooksTable | undefined> {

@@ -20,16 +20,41 @@ describe('provider webhooks', () => {
 
   /** `signature: null` sends none. */
   const postWebhook = (body: string, signature: string | null = sign(body)) =>
-    server.request('POST', '/provider/webhook', { rawBody: body, headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'x-hub-signature-256': signature }) } });
+    server.request('POST', '/provider/webhook', {
+      rawBody: body,
+      headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'x-hub-signature-256': signature }) },
+    });
   const messageByProviderId = (id: string) => server.app.store.db.selectFrom('messages').selectAll().where('provider_message_id', '=', id).executeTakeFirst();
   const eventsOfType = async (type: string) =>
-    (await server.app.store.db.selectFrom('events').selectAll().where('organization_id', '=', owner.organizationId).where('type', '=', type).orderBy('id').execute())
-      .map((row) => JSON.parse(row.data) as Record<string, any>);
+    (
+      await server.app.store.db
+        .selectFrom('events')
+        .selectAll()
+        .where('organization_id', '=', owner.organizationId)
+        .where('type', '=', type)
+        .orderBy('id')
+        .execute()
+    ).map((row) => JSON.parse(row.data) as Record<string, any>);
   const countWebhooks = async () => (await server.app.store.db.selectFrom('provider_webhooks').select('id').execute()).length;
-  const envelope = (value: Record<string, unknown>, field = 'messages') => JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [{ id: connection.waba_id, changes: [{ field, value: { messaging_product: 'whatsapp', metadata: { display_phone_number: connection.display_phone_number.replace(/\D/g, ''), phone_number_id: connection.phone_number_id }, ...value } }] }],
-  });
+  const envelope = (value: Record<string, unknown>, field = 'messages') =>
+    JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: connection.waba_id,
+          changes: [
+            {
+              field,
+              value: {
+                messaging_product: 'whatsapp',
+                metadata: { display_phone_number: connection.display_phone_number.replace(/\D/g, ''), phone_number_id: connection.phone_number_id },
+                ...value,
+              },
+            },
+          ],
+        },
+      ],
+    });
 
   describe('the handshake', () => {
     it('echoes the challenge to the right verify token', async () => {
@@ -40,7 +65,11 @@ describe('provider webhooks', () => {
 
     it('refuses a wrong token or mode', async () => {
       assertError(await server.request('GET', '/provider/webhook?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1'), 401, 'signature_invalid');
-      assertError(await server.request('GET', `/provider/webhook?hub.mode=unsubscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1`), 401, 'signature_invalid');
+      assertError(
+        await server.request('GET', `/provider/webhook?hub.mode=unsubscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1`),
+        401,
+        'signature_invalid',
+      );
     });
   });
 
@@ -74,11 +103,19 @@ describe('provider webhooks', () => {
     });
 
     it('media, location and interactive replies are stored in their own shapes', async () => {
-      const location = await inbound(server, connection, { from: '447700900300', type: 'location', location: { latitude: 51.5, longitude: -0.12, name: 'Office' } });
+      const location = await inbound(server, connection, {
+        from: '447700900300',
+        type: 'location',
+        location: { latitude: 51.5, longitude: -0.12, name: 'Office' },
+      });
       const received = (await eventsOfType('message.received')).find((m) => m.provider_message_id === location.provider_message_id);
       assert.equal(received!.type, 'location');
       assert.equal(received!.location.latitude, 51.5);
-      const button = await inbound(server, connection, { from: '447700900300', type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } } });
+      const button = await inbound(server, connection, {
+        from: '447700900300',
+        type: 'interactive',
+        interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } },
+      });
       const reply = (await eventsOfType('message.received')).find((m) => m.provider_message_id === button.provider_message_id);
       assert.equal(reply!.interactive.button_reply.id, 'yes');
     });
@@ -107,10 +144,19 @@ describe('provider webhooks', () => {
     async function outboundMessage(providerMessageId: string, from: string): Promise<void> {
       const inboundRow = await inbound(server, connection, { from, type: 'text', text: 'hi' });
       const now = new Date().toISOString();
-      await server.app.store.db.insertInto('messages').values({
-        ...inboundRow, id: `msg_${providerMessageId.replace(/\W/g, '').toUpperCase().padEnd(26, '0').slice(0, 26)}`, direction: 'outbound', status: 'queued',
-        provider_message_id: providerMessageId, content: JSON.stringify({ body: { body: 'hello' }, referral: null }), created_at: now, updated_at: now,
-      }).execute();
+      await server.app.store.db
+        .insertInto('messages')
+        .values({
+          ...inboundRow,
+          id: `msg_${providerMessageId.replace(/\W/g, '').toUpperCase().padEnd(26, '0').slice(0, 26)}`,
+          direction: 'outbound',
+          status: 'queued',
+          provider_message_id: providerMessageId,
+          content: JSON.stringify({ body: { body: 'hello' }, referral: null }),
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
     }
     const status = (id: string, name: string, nonce: number, extra: Record<string, unknown> = {}) =>
       // Trailing spaces make each webhook's bytes distinct, as separate deliveries of the provider are.
@@ -139,7 +185,10 @@ describe('provider webhooks', () => {
       await server.app.worker.drain();
       const seen = await moves('wamid.outbound-2');
       const rank = { sent: 1, delivered: 2, read: 3 } as Record<string, number>;
-      assert.ok(seen.every((name, i) => i === 0 || rank[name]! > rank[seen[i - 1]!]!), `events went backwards: ${seen.join(', ')}`);
+      assert.ok(
+        seen.every((name, i) => i === 0 || rank[name]! > rank[seen[i - 1]!]!),
+        `events went backwards: ${seen.join(', ')}`,
+      );
       assert.deepEqual(seen, ['sent', 'delivered', 'read'], 'each step once, the skipped ones included, whatever order the reports were applied in');
       assert.equal((await messageByProviderId('wamid.outbound-2'))!.status, 'read');
     });
@@ -147,7 +196,9 @@ describe('provider webhooks', () => {
     it('a failure is recorded with the provider reason', async () => {
       await outboundMessage('wamid.outbound-3', '447700901002');
       await postWebhook(status('wamid.outbound-3', 'sent', 0));
-      await postWebhook(status('wamid.outbound-3', 'failed', 1, { errors: [{ code: 131026, title: 'Message undeliverable', error_data: { details: 'not on WhatsApp' } }] }));
+      await postWebhook(
+        status('wamid.outbound-3', 'failed', 1, { errors: [{ code: 131026, title: 'Message undeliverable', error_data: { details: 'not on WhatsApp' } }] }),
+      );
       await server.app.worker.drain();
       const failed = (await eventsOfType('message.status')).find((m) => m.provider_message_id === 'wamid.outbound-3' && m.status === 'failed');
       assert.equal(failed!.error.code, 131026);
@@ -198,7 +249,21 @@ describe('provider webhooks', () => {
     it('a webhook for a number no connection serves is accepted and skipped', async () => {
       const body = JSON.stringify({
         object: 'whatsapp_business_account',
-        entry: [{ id: '1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550000000', phone_number_id: '999999999' }, messages: [{ from: '447700900800', id: 'wamid.stranger', timestamp: '1780000000', type: 'text', text: { body: 'hi' } }] } }] }],
+        entry: [
+          {
+            id: '1',
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  messaging_product: 'whatsapp',
+                  metadata: { display_phone_number: '15550000000', phone_number_id: '999999999' },
+                  messages: [{ from: '447700900800', id: 'wamid.stranger', timestamp: '1780000000', type: 'text', text: { body: 'hi' } }],
+                },
+              },
+            ],
+          },
+        ],
       });
       assert.equal((await postWebhook(body)).status, 200);
       await server.app.worker.drain();

@@ -14,7 +14,14 @@ import { rejectionOf } from '../../../test/rejection.ts';
  */
 
 const principal: Principal = {
-  kind: 'connection_key', credentialId: 'key_1', organizationId: 'org_1', memberId: null, role: null, mode: 'live', connectionId: 'conn_1', scopes: new Set(['runtime:proxy']),
+  kind: 'connection_key',
+  credentialId: 'key_1',
+  organizationId: 'org_1',
+  memberId: null,
+  role: null,
+  mode: 'live',
+  connectionId: 'conn_1',
+  scopes: new Set(['runtime:proxy']),
 };
 
 function setUp(options: { answer?: Partial<RelayAnswer>; acquire?: Pacer['acquire']; report?: () => Promise<void> } = {}) {
@@ -25,7 +32,10 @@ function setUp(options: { answer?: Partial<RelayAnswer>; acquire?: Pacer['acquir
   const service = createRuntimeService({
     connections: {
       providerAccess: async () => ({
-        connectionId: 'conn_1', organizationId: 'org_1', test: false, throughputPerSecond: 20,
+        connectionId: 'conn_1',
+        organizationId: 'org_1',
+        test: false,
+        throughputPerSecond: 20,
         credentials: { accessToken: 'EAAtoken', phoneNumberId: '111', wabaId: '222' },
       }),
       reportProviderError: async (_id, error) => {
@@ -40,16 +50,17 @@ function setUp(options: { answer?: Partial<RelayAnswer>; acquire?: Pacer['acquir
       },
     },
     pacer: {
-      acquire: options.acquire ?? (async (key, perSecond) => {
-        paced.push([key, perSecond]);
-      }),
+      acquire:
+        options.acquire ??
+        (async (key, perSecond) => {
+          paced.push([key, perSecond]);
+        }),
     },
     log: { warn: (_details, message) => warnings.push(message) },
   });
   const send = (method: 'GET' | 'POST' | 'DELETE', target: string) => service.relay(principal, { ...service.check(target, {}), method, headers: {} });
   return { service, send, paced, reported, warnings, relayed };
 }
-
 
 describe('runtime rules', () => {
   it("paces a send (POST /{phone_number_id}/messages) by the number at the connection's ceiling", async () => {

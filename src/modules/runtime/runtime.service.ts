@@ -85,7 +85,10 @@ export function createRuntimeService(deps: RuntimeServiceDeps) {
     const maxBodyBytes = bodyLimitFor(contentType);
     const declared = headerOf(headers, 'content-length');
     if (declared !== undefined && Number(declared) > maxBodyBytes) {
-      throw new AppError('body_too_large', `The body is ${declared} bytes; the runtime relays at most ${megabytes(maxBodyBytes)} for ${contentType ?? 'a body without a Content-Type'} (multipart media uploads: ${megabytes(bodyLimitFor('multipart/form-data'))}).`);
+      throw new AppError(
+        'body_too_large',
+        `The body is ${declared} bytes; the runtime relays at most ${megabytes(maxBodyBytes)} for ${contentType ?? 'a body without a Content-Type'} (multipart media uploads: ${megabytes(bodyLimitFor('multipart/form-data'))}).`,
+      );
     }
     return { target: parsed, maxBodyBytes };
   }
@@ -96,10 +99,14 @@ export function createRuntimeService(deps: RuntimeServiceDeps) {
     } catch (error) {
       if (!(error instanceof PacingQueueFullError)) throw error;
       const retryAfter = Math.max(1, Math.ceil((error.waitMs - error.maxWaitMs) / 1000));
-      throw new AppError('provider_throttled', `This number's sends are queued ${Math.ceil(error.waitMs / 1000)} s ahead at its ceiling of ${perSecond} a second; retry in ${retryAfter} s.`, {
-        headers: { 'retry-after': String(retryAfter) },
-        cause: error,
-      });
+      throw new AppError(
+        'provider_throttled',
+        `This number's sends are queued ${Math.ceil(error.waitMs / 1000)} s ahead at its ceiling of ${perSecond} a second; retry in ${retryAfter} s.`,
+        {
+          headers: { 'retry-after': String(retryAfter) },
+          cause: error,
+        },
+      );
     }
   }
 
@@ -127,7 +134,11 @@ export function createRuntimeService(deps: RuntimeServiceDeps) {
       });
     } catch (error) {
       if (error instanceof RelayBodyTooLargeError) {
-        throw new AppError('body_too_large', `The body grew past the ${megabytes(error.maxBytes)} the runtime relays for its Content-Type; the provider's request was abandoned.`, { cause: error });
+        throw new AppError(
+          'body_too_large',
+          `The body grew past the ${megabytes(error.maxBytes)} the runtime relays for its Content-Type; the provider's request was abandoned.`,
+          { cause: error },
+        );
       }
       if (error instanceof RelayUploadStalledError) {
         throw invalidParam('/body', `stopped arriving for more than ${error.idleMs} ms, so the provider's request was abandoned`, 'upload_stalled');

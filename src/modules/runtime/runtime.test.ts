@@ -21,7 +21,12 @@ interface RawResponse {
  * A request with its target sent exactly as written: fetch would resolve `..` and `%2e%2e` before
  * sending, which is the very thing these tests must get past the client.
  */
-function raw(baseUrl: string, method: string, target: string, options: { headers?: Record<string, string>; body?: Buffer | string; chunks?: Buffer[] } = {}): Promise<RawResponse> {
+function raw(
+  baseUrl: string,
+  method: string,
+  target: string,
+  options: { headers?: Record<string, string>; body?: Buffer | string; chunks?: Buffer[] } = {},
+): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest({ host: hostname, port, method, path: target, headers: options.headers }, (response) => {
@@ -63,7 +68,12 @@ async function businessToken(server: TestServer, organizationId: string, connect
 }
 
 async function runtimeKey(server: TestServer, owner: SignedUp, connectionId: string, options: { mode?: 'live' | 'test'; scopes?: string[] } = {}) {
-  const key = await createKey(server, owner.token, { kind: 'connection', mode: options.mode ?? 'live', connection_id: connectionId, ...(options.scopes ? { scopes: options.scopes } : {}) });
+  const key = await createKey(server, owner.token, {
+    kind: 'connection',
+    mode: options.mode ?? 'live',
+    connection_id: connectionId,
+    ...(options.scopes ? { scopes: options.scopes } : {}),
+  });
   return key.key;
 }
 
@@ -146,7 +156,11 @@ describe('the runtime surface', () => {
       form.set('messaging_product', 'whatsapp');
       form.set('type', 'image/png');
       form.set('file', new Blob([Buffer.from('89504e470d0a1a0a0000', 'hex')], { type: 'image/png' }), 'dot.png');
-      const response = await fetch(`${server.url}/runtime/v24.0/${connection.phone_number_id}/media`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+      const response = await fetch(`${server.url}/runtime/v24.0/${connection.phone_number_id}/media`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
       const body = (await response.json()) as { id: string };
       assert.equal(response.status, 200, JSON.stringify(body));
       assert.match(body.id, /^\d+$/);
@@ -276,7 +290,11 @@ describe('the runtime surface', () => {
       form.set('messaging_product', 'whatsapp');
       form.set('type', 'image/jpeg');
       form.set('file', new Blob([Buffer.alloc(2 * 1024 * 1024, 0xff)], { type: 'image/jpeg' }), 'big.jpg');
-      const response = await fetch(`${server.url}/runtime/v24.0/${connection.phone_number_id}/media`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+      const response = await fetch(`${server.url}/runtime/v24.0/${connection.phone_number_id}/media`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
       assert.equal(response.status, 200, await response.text());
     });
   });
@@ -461,7 +479,11 @@ describe('the runtime surface when the provider gives no answer', () => {
   it('no answer in time is provider_timeout (504) in our envelope', async () => {
     provider.failNext('hang');
     const started = Date.now();
-    const error = assertError(await server.request('POST', `/runtime/v24.0/${pn}/messages`, { token: key, body: { messaging_product: 'whatsapp' } }), 504, 'provider_timeout');
+    const error = assertError(
+      await server.request('POST', `/runtime/v24.0/${pn}/messages`, { token: key, body: { messaging_product: 'whatsapp' } }),
+      504,
+      'provider_timeout',
+    );
     assert.equal(error.retryable, true);
     assert.ok(Date.now() - started >= 9_000);
   });

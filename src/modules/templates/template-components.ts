@@ -64,7 +64,8 @@ export function checkDefinition(components: readonly Record<string, unknown>[], 
     if (component.type === 'header' && component.format === 'text') {
       const names = checkText(String(component.text), format, `${at}/text`);
       if (names.length > 1) throw invalidParam(`${at}/text`, 'may hold at most one placeholder');
-      if (names.length === 1 && component.example === undefined) throw invalidParam(`${at}/example`, 'is required: the provider reviews a header placeholder with an example value', 'missing');
+      if (names.length === 1 && component.example === undefined)
+        throw invalidParam(`${at}/example`, 'is required: the provider reviews a header placeholder with an example value', 'missing');
     }
     if (component.type === 'body') checkBodyExamples(component, checkText(String(component.text), format, `${at}/text`), format, at);
     if (component.type === 'footer' && /\{\{/.test(String(component.text))) throw invalidParam(`${at}/text`, 'may not hold placeholders');
@@ -76,9 +77,18 @@ export function checkDefinition(components: readonly Record<string, unknown>[], 
 function checkText(text: string, format: ParameterFormat, at: string): string[] {
   const { names, invalid } = placeholdersOf(text, format);
   if (invalid.length > 0) {
-    throw invalidParam(at, `holds ${invalid[0]}, which is not a ${format === 'named' ? 'named placeholder ({{lower_case_name}})' : 'numbered placeholder ({{1}})'}`);
+    throw invalidParam(
+      at,
+      `holds ${invalid[0]}, which is not a ${format === 'named' ? 'named placeholder ({{lower_case_name}})' : 'numbered placeholder ({{1}})'}`,
+    );
   }
-  if (format === 'positional' && names.map(Number).sort((a, b) => a - b).some((number, index) => number !== index + 1)) {
+  if (
+    format === 'positional' &&
+    names
+      .map(Number)
+      .sort((a, b) => a - b)
+      .some((number, index) => number !== index + 1)
+  ) {
     throw invalidParam(at, 'must number its placeholders {{1}}, {{2}}, ... without gaps');
   }
   return names;
@@ -109,6 +119,7 @@ function checkButtons(buttons: Record<string, unknown>[], at: string): void {
     if (button.type !== 'url') return;
     const url = String(button.url);
     if (/\{\{/.test(url.replace(/\{\{\s*1\s*\}\}$/, ''))) throw invalidParam(`${at}/${index}/url`, 'may hold one placeholder, {{1}}, at its very end');
-    if (isDynamicUrl(url) && button.example === undefined) throw invalidParam(`${at}/${index}/example`, 'is required for a URL ending in {{1}}: a full URL as sent', 'missing');
+    if (isDynamicUrl(url) && button.example === undefined)
+      throw invalidParam(`${at}/${index}/example`, 'is required for a URL ending in {{1}}: a full URL as sent', 'missing');
   });
 }

@@ -36,7 +36,8 @@ export function checkSendShape(input: TemplateSendInput, param: string): void {
     if (input.name !== undefined) throw invalidParam(`${param}/name`, 'cannot be combined with id');
     if (input.language !== undefined) throw invalidParam(`${param}/language`, 'cannot be combined with id');
   } else {
-    if (input.name === undefined && input.language === undefined) throw invalidParam(`${param}/id`, 'is required, unless name and language are given', 'missing');
+    if (input.name === undefined && input.language === undefined)
+      throw invalidParam(`${param}/id`, 'is required, unless name and language are given', 'missing');
     if (input.name === undefined) throw invalidParam(`${param}/name`, 'is required with language', 'missing');
     if (input.language === undefined) throw invalidParam(`${param}/language`, 'is required with name', 'missing');
   }
@@ -63,10 +64,19 @@ export function matchParameters(template: SendableTemplate, input: TemplateSendI
   };
 }
 
-function headerOf(component: Component | undefined, header: TemplateSendInput['header'], format: ParameterFormat, at: string): TemplateHeaderParameter<MediaReference> | undefined {
+function headerOf(
+  component: Component | undefined,
+  header: TemplateSendInput['header'],
+  format: ParameterFormat,
+  at: string,
+): TemplateHeaderParameter<MediaReference> | undefined {
   const expected = expectedHeader(component, format);
   if (expected === undefined) {
-    if (header !== undefined) throw mismatch(at, component === undefined ? 'The template has no header: send no header parameter.' : "The template's header is fixed text: send no header parameter.");
+    if (header !== undefined)
+      throw mismatch(
+        at,
+        component === undefined ? 'The template has no header: send no header parameter.' : "The template's header is fixed text: send no header parameter.",
+      );
     return undefined;
   }
   if (header === undefined) throw mismatch(at, `The template's header needs a parameter of type ${expected.type}.`);
@@ -112,7 +122,8 @@ function bodyOf(component: Component | undefined, body: BodyInput | undefined, f
   }
   const byName: Record<string, TemplateBodyParameter> = {};
   items.forEach((item, index) => {
-    if (item.name === undefined) throw mismatch(`${at}/${index}`, "The template's placeholders are named: give each parameter its name, or send body as an object.");
+    if (item.name === undefined)
+      throw mismatch(`${at}/${index}`, "The template's placeholders are named: give each parameter its name, or send body as an object.");
     if (!names.includes(item.name)) throw mismatch(`${at}/${index}`, `The template's body has no placeholder {{${item.name}}}.`);
     if (byName[item.name] !== undefined) throw mismatch(`${at}/${index}`, `{{${item.name}}} is given twice.`);
     byName[item.name] = item;
@@ -164,7 +175,10 @@ function buttonsOf(components: Component[], given: NonNullable<TemplateSendInput
     seen.add(parameter.index);
     const expected = parameterTypeOf(button);
     if (parameter.type !== expected) {
-      throw mismatch(`${at}/${index}`, `Button ${parameter.index} is a ${String(button.type)} button: it takes ${expected === undefined ? 'no parameter' : `a ${expected} parameter`}, not ${parameter.type}.`);
+      throw mismatch(
+        `${at}/${index}`,
+        `Button ${parameter.index} is a ${String(button.type)} button: it takes ${expected === undefined ? 'no parameter' : `a ${expected} parameter`}, not ${parameter.type}.`,
+      );
     }
     switch (parameter.type) {
       case 'url':

@@ -2,14 +2,7 @@ import { requirePrincipal, type Access } from '../../http/access.ts';
 import { toPageRequest } from '../../http/list-query.ts';
 import { DeletedResponse, PathId } from '../../http/schemas.ts';
 import type { HttpServer } from '../../http/server.ts';
-import {
-  CreateTemplateBody,
-  SyncTemplatesBody,
-  TemplateListQuery,
-  TemplateListSchema,
-  TemplateSchema,
-  TemplateSyncSchema,
-} from './templates.schemas.ts';
+import { CreateTemplateBody, SyncTemplatesBody, TemplateListQuery, TemplateListSchema, TemplateSchema, TemplateSyncSchema } from './templates.schemas.ts';
 import type { TemplatesService } from './templates.service.ts';
 
 const tags = ['Templates'];
@@ -29,7 +22,8 @@ export function registerTemplatesRoutes(app: HttpServer, service: TemplatesServi
   app.post('/v1/templates', {
     config: { access: write },
     schema: { tags, summary: 'Create a template: submitted to the provider for review', body: CreateTemplateBody, response: { 201: TemplateSchema } },
-    handler: async (request, reply) => reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
+    handler: async (request, reply) =>
+      reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
   });
 
   app.post('/v1/templates/sync', {
@@ -46,7 +40,12 @@ export function registerTemplatesRoutes(app: HttpServer, service: TemplatesServi
 
   app.delete('/v1/templates/:id', {
     config: { access: write },
-    schema: { tags, summary: 'Delete a template at the provider (this language); the record stays, `deleted`', params: PathId('template'), response: { 200: DeletedResponse('template') } },
+    schema: {
+      tags,
+      summary: 'Delete a template at the provider (this language); the record stays, `deleted`',
+      params: PathId('template'),
+      response: { 200: DeletedResponse('template') },
+    },
     handler: async (request) => service.delete({ principal: requirePrincipal(request), requestId: request.id }, request.params.id),
   });
 }

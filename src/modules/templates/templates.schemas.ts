@@ -24,7 +24,7 @@ export type Template = Static<typeof TemplateSchema>;
 /** Lower-case letters, digits and underscores: the provider's rule for template names. */
 export const TEMPLATE_NAME_PATTERN = '^[a-z0-9_]{1,512}$';
 const Name = Type.String({ pattern: TEMPLATE_NAME_PATTERN, description: 'Lower-case letters, digits and underscores (`order_ready`).' });
-const Language = Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: 'The provider\'s language code: `en`, `en_US`, `pt_BR`, ...' });
+const Language = Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: "The provider's language code: `en`, `en_US`, `pt_BR`, ..." });
 const HttpsUrl = Type.String({ pattern: '^https://[^\\s]+$', maxLength: 2000 });
 
 /**
@@ -55,7 +55,10 @@ const TemplateButtonInput = Discriminated('type', {
     example: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'A full URL as sent; required when `url` ends in `{{1}}`.' })),
   }),
   phone_number: Strict({ type: Type.Literal('phone_number'), text: ButtonText, phone_number: Type.String({ pattern: '^\\+?[0-9]{6,20}$' }) }),
-  copy_code: Strict({ type: Type.Literal('copy_code'), example: Type.String({ minLength: 1, maxLength: 15, description: 'A sample code; each send gives the real one.' }) }),
+  copy_code: Strict({
+    type: Type.Literal('copy_code'),
+    example: Type.String({ minLength: 1, maxLength: 15, description: 'A sample code; each send gives the real one.' }),
+  }),
   otp: Strict({ type: Type.Literal('otp'), otp_type: Type.Enum(['copy_code', 'one_tap', 'zero_tap'] as const), text: Type.Optional(ButtonText) }),
   flow: Strict({
     type: Type.Literal('flow'),
@@ -89,10 +92,12 @@ export const TemplateComponentInput = Discriminated('type', {
   body: Strict({
     type: Type.Literal('body'),
     text: Type.String({ minLength: 1, maxLength: 1024 }),
-    examples: Type.Optional(Type.Union([
-      Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Positional templates: one sample per placeholder, in order.' }),
-      Type.Record(Type.String(), Type.String({ minLength: 1 }), { description: 'Named templates: a sample per placeholder name.' }),
-    ])),
+    examples: Type.Optional(
+      Type.Union([
+        Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Positional templates: one sample per placeholder, in order.' }),
+        Type.Record(Type.String(), Type.String({ minLength: 1 }), { description: 'Named templates: a sample per placeholder name.' }),
+      ]),
+    ),
   }),
   footer: Strict({ type: Type.Literal('footer'), text: Type.String({ minLength: 1, maxLength: 60 }) }),
   buttons: Strict({ type: Type.Literal('buttons'), buttons: Type.Array(TemplateButtonInput, { minItems: 1, maxItems: 10 }) }),
@@ -103,7 +108,9 @@ export const CreateTemplateBody = Strict({
   name: Name,
   language: Language,
   category: Type.Enum(TEMPLATE_CATEGORIES, { description: 'The provider may file the template under another category; the answer says which.' }),
-  parameter_format: Type.Optional(Type.Enum(PARAMETER_FORMATS, { default: 'positional', description: '`positional` (`{{1}}`, the default) or `named` (`{{first_name}}`).' })),
+  parameter_format: Type.Optional(
+    Type.Enum(PARAMETER_FORMATS, { default: 'positional', description: '`positional` (`{{1}}`, the default) or `named` (`{{first_name}}`).' }),
+  ),
   components: Type.Array(TemplateComponentInput, { minItems: 1, maxItems: 4, description: 'At most one header, footer and buttons component, and one body.' }),
 });
 export type CreateTemplateInput = Static<typeof CreateTemplateBody>;
@@ -135,12 +142,15 @@ export type TemplateSync = Static<typeof TemplateSyncSchema>;
 const ParameterName = Type.String({ pattern: '^[a-z_][a-z0-9_]*$', description: 'For named templates: the placeholder this value fills.' });
 const ParameterText = Type.String({ minLength: 1, maxLength: 32768 });
 
-const MediaParam = Strict({
-  type: Type.Enum(['image', 'video', 'document'] as const),
-  media_id: Type.Optional(Id('media', 'One of your uploads.')),
-  link: Type.Optional(HttpsUrl),
-  filename: Type.Optional(Type.String({ minLength: 1, maxLength: 240, description: 'Documents only: the name the customer sees.' })),
-}, { description: 'Exactly one of `media_id` and `link`.' });
+const MediaParam = Strict(
+  {
+    type: Type.Enum(['image', 'video', 'document'] as const),
+    media_id: Type.Optional(Id('media', 'One of your uploads.')),
+    link: Type.Optional(HttpsUrl),
+    filename: Type.Optional(Type.String({ minLength: 1, maxLength: 240, description: 'Documents only: the name the customer sees.' })),
+  },
+  { description: 'Exactly one of `media_id` and `link`.' },
+);
 const TemplateHeaderParam = Discriminated('type', {
   text: Strict({ type: Type.Literal('text'), text: ParameterText }),
   image: MediaParam,
@@ -172,19 +182,31 @@ const TemplateBodyParam = Type.Union([
 const ButtonIndex = Type.Integer({ minimum: 0, maximum: 9, description: "The button's 0-based position among the template's buttons." });
 const TemplateButtonParam = Discriminated('type', {
   quick_reply: Strict({ index: ButtonIndex, type: Type.Literal('quick_reply'), payload: Type.String({ minLength: 1, maxLength: 1000 }) }),
-  url: Strict({ index: ButtonIndex, type: Type.Literal('url'), text: Type.String({ minLength: 1, maxLength: 2000, description: 'Completes the URL in place of its `{{1}}`.' }) }),
+  url: Strict({
+    index: ButtonIndex,
+    type: Type.Literal('url'),
+    text: Type.String({ minLength: 1, maxLength: 2000, description: 'Completes the URL in place of its `{{1}}`.' }),
+  }),
   copy_code: Strict({ index: ButtonIndex, type: Type.Literal('copy_code'), code: Type.String({ minLength: 1, maxLength: 15 }) }),
 });
 
-export const TemplateSendSchema = Strict({
-  id: Type.Optional(Id('template', 'The template; or give `name` and `language`.')),
-  name: Type.Optional(Name),
-  language: Type.Optional(Language),
-  header: Type.Optional(TemplateHeaderParam),
-  body: Type.Optional(Type.Union([
-    Type.Array(TemplateBodyParam, { maxItems: 100, description: 'One value per placeholder, in order (named templates: each with its `name`).' }),
-    Type.Record(ParameterName, Type.String({ minLength: 1, maxLength: 32768 }), { additionalProperties: false, description: 'Named templates: `{"first_name": "Ana"}`.' }),
-  ])),
-  buttons: Type.Optional(Type.Array(TemplateButtonParam, { maxItems: 10 })),
-}, { description: 'Exactly one of `id`, or `name` with `language`, names an approved template of the sending connection.' });
+export const TemplateSendSchema = Strict(
+  {
+    id: Type.Optional(Id('template', 'The template; or give `name` and `language`.')),
+    name: Type.Optional(Name),
+    language: Type.Optional(Language),
+    header: Type.Optional(TemplateHeaderParam),
+    body: Type.Optional(
+      Type.Union([
+        Type.Array(TemplateBodyParam, { maxItems: 100, description: 'One value per placeholder, in order (named templates: each with its `name`).' }),
+        Type.Record(ParameterName, Type.String({ minLength: 1, maxLength: 32768 }), {
+          additionalProperties: false,
+          description: 'Named templates: `{"first_name": "Ana"}`.',
+        }),
+      ]),
+    ),
+    buttons: Type.Optional(Type.Array(TemplateButtonParam, { maxItems: 10 })),
+  },
+  { description: 'Exactly one of `id`, or `name` with `language`, names an approved template of the sending connection.' },
+);
 export type TemplateSendInput = Static<typeof TemplateSendSchema>;

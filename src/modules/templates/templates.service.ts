@@ -74,11 +74,22 @@ export interface TemplatesServiceDeps {
 export function createTemplatesService(deps: TemplatesServiceDeps) {
   const { db, store, clock, events, audit, provider, connections } = deps;
 
-  async function changeStatus(trx: Trx, row: TemplatesTable, status: TemplateStatus, reason: string | null, extra: Partial<TemplatesTable> = {}): Promise<boolean> {
+  async function changeStatus(
+    trx: Trx,
+    row: TemplatesTable,
+    status: TemplateStatus,
+    reason: string | null,
+    extra: Partial<TemplatesTable> = {},
+  ): Promise<boolean> {
     const changes = { ...extra, status, status_reason: reason, updated_at: clock.now().toISOString() };
     await store.update(trx, row.id, changes);
     if (row.status === status) return false;
-    await events.emit(trx, { type: 'template.status_changed', organizationId: row.organization_id, connectionId: row.connection_id, object: toTemplate({ ...row, ...changes }) });
+    await events.emit(trx, {
+      type: 'template.status_changed',
+      organizationId: row.organization_id,
+      connectionId: row.connection_id,
+      object: toTemplate({ ...row, ...changes }),
+    });
     return true;
   }
 
@@ -134,9 +145,15 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
           if (await changeStatus(trx, row, template.status, template.rejectedReason ?? row.status_reason, fields)) summary.status_changed += 1;
         } else {
           await store.insert(trx, {
-            id: newId('template', clock.now().getTime()), organization_id: owner.organizationId, connection_id: owner.connectionId,
-            provider_template_id: template.providerTemplateId, status: template.status, status_reason: template.rejectedReason ?? null,
-            ...fields, created_at: now, updated_at: now,
+            id: newId('template', clock.now().getTime()),
+            organization_id: owner.organizationId,
+            connection_id: owner.connectionId,
+            provider_template_id: template.providerTemplateId,
+            status: template.status,
+            status_reason: template.rejectedReason ?? null,
+            ...fields,
+            created_at: now,
+            updated_at: now,
           });
           summary.added += 1;
         }
@@ -175,25 +192,42 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       checkDefinition(input.components, format);
       const owner = await ownerFor(actor.principal, input.connection_id, '/connection_id');
       const taken = await findByName(db, owner.connectionId, input.name, input.language);
-      if (taken && taken.status !== 'deleted') throw new AppError('resource_exists', `The connection has a template named ${input.name} in ${input.language}: ${taken.id}.`, { param: '/name' });
+      if (taken && taken.status !== 'deleted')
+        throw new AppError('resource_exists', `The connection has a template named ${input.name} in ${input.language}: ${taken.id}.`, { param: '/name' });
 
       const components = toPortComponents(input.components);
-      const created = await atProvider(owner, () => provider.createTemplate(owner.credentials, {
-        name: input.name, language: input.language, category: input.category, components, parameterFormat: format,
-      }));
+      const created = await atProvider(owner, () =>
+        provider.createTemplate(owner.credentials, {
+          name: input.name,
+          language: input.language,
+          category: input.category,
+          components,
+          parameterFormat: format,
+        }),
+      );
       return db.transaction().execute(async (trx) => {
         // A sync running meanwhile may have recorded it already.
         const synced = await store.findByProviderId(trx, owner.connectionId, created.providerTemplateId);
         const now = clock.now().toISOString();
         const row: TemplatesTable = synced ?? {
-          id: newId('template', clock.now().getTime()), organization_id: owner.organizationId, connection_id: owner.connectionId,
-          provider_template_id: created.providerTemplateId, name: input.name, language: input.language,
-          category: created.category ?? null, status: created.status, status_reason: null, parameter_format: format,
-          components: componentsJson(components), created_at: now, updated_at: now,
+          id: newId('template', clock.now().getTime()),
+          organization_id: owner.organizationId,
+          connection_id: owner.connectionId,
+          provider_template_id: created.providerTemplateId,
+          name: input.name,
+          language: input.language,
+          category: created.category ?? null,
+          status: created.status,
+          status_reason: null,
+          parameter_format: format,
+          components: componentsJson(components),
+          created_at: now,
+          updated_at: now,
         };
         if (!synced) await store.insert(trx, row);
         await audit.record(trx, actor, {
-          action: 'template.created', target: { type: 'template', id: row.id },
+          action: 'template.created',
+          target: { type: 'template', id: row.id },
           data: { connection_id: owner.connectionId, name: row.name, language: row.language, category: row.category, status: row.status },
         });
         return toTemplate(row);
@@ -214,7 +248,11 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       await db.transaction().execute(async (trx) => {
         const current = await store.find(trx, connectionScopeOf(actor.principal), id);
         if (current && current.status !== 'deleted') await changeStatus(trx, current, 'deleted', null);
-        await audit.record(trx, actor, { action: 'template.deleted', target: { type: 'template', id }, data: { connection_id: row.connection_id, name: row.name, language: row.language } });
+        await audit.record(trx, actor, {
+          action: 'template.deleted',
+          target: { type: 'template', id },
+          data: { connection_id: row.connection_id, name: row.name, language: row.language },
+        });
       });
       return answer;
     },
@@ -231,18 +269,35 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
      * approved, and take exactly the parameters sent. Answers the content to send; every refusal
      * happens here, before the provider, with `param` pointing below `param`.
      */
-    async prepareSend(executor: Db, owner: { organizationId: string; connectionId: string }, input: TemplateSendInput, param = '/template'): Promise<PreparedTemplate> {
+    async prepareSend(
+      executor: Db,
+      owner: { organizationId: string; connectionId: string },
+      input: TemplateSendInput,
+      param = '/template',
+    ): Promise<PreparedTemplate> {
       checkSendShape(input, param);
       const byId = input.id !== undefined;
       const at = `${param}/${byId ? 'id' : 'name'}`;
       const row = byId ? await store.find(executor, owner, input.id!) : await findByName(executor, owner.connectionId, input.name!, input.language!);
       if (!row) {
-        throw new AppError('resource_not_found', byId ? `No template ${input.id} on this connection.` : `No template named ${input.name} in ${input.language} on this connection.`, { param: at });
+        throw new AppError(
+          'resource_not_found',
+          byId ? `No template ${input.id} on this connection.` : `No template named ${input.name} in ${input.language} on this connection.`,
+          { param: at },
+        );
       }
       if (row.status !== 'approved') {
-        throw new AppError('template_not_approved', `Template ${row.name} (${row.language}) is ${row.status}, not approved.`, { param: at, extra: { template_status: row.status } });
+        throw new AppError('template_not_approved', `Template ${row.name} (${row.language}) is ${row.status}, not approved.`, {
+          param: at,
+          extra: { template_status: row.status },
+        });
       }
-      const template = { name: row.name, language: row.language, parameterFormat: row.parameter_format as ParameterFormat, components: JSON.parse(row.components) as Record<string, unknown>[] };
+      const template = {
+        name: row.name,
+        language: row.language,
+        parameterFormat: row.parameter_format as ParameterFormat,
+        components: JSON.parse(row.components) as Record<string, unknown>[],
+      };
       return { templateId: row.id, category: (row.category ?? undefined) as TemplateCategory | undefined, content: matchParameters(template, input, param) };
     },
 
@@ -255,7 +310,11 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
      * The provider's review changed a template's status. Answers false for a template this
      * connection has not synced yet (the next sync records it with its status).
      */
-    async statusChanged(trx: Trx, connectionId: string, update: { providerTemplateId: string; status: TemplateStatus | undefined; reason: string | undefined }): Promise<boolean> {
+    async statusChanged(
+      trx: Trx,
+      connectionId: string,
+      update: { providerTemplateId: string; status: TemplateStatus | undefined; reason: string | undefined },
+    ): Promise<boolean> {
       const row = await store.findByProviderId(trx, connectionId, update.providerTemplateId);
       if (!row) return false;
       // REINSTATED and the like name no status: the template is read again by the next sync.

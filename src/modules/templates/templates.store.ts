@@ -54,7 +54,12 @@ export function createTemplatesStore() {
         .execute();
     },
     findByProviderId(db: Db, connectionId: string, providerTemplateId: string): Promise<TemplatesTable | undefined> {
-      return db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).where('provider_template_id', '=', providerTemplateId).executeTakeFirst();
+      return db
+        .selectFrom('templates')
+        .selectAll()
+        .where('connection_id', '=', connectionId)
+        .where('provider_template_id', '=', providerTemplateId)
+        .executeTakeFirst();
     },
     async insert(db: Db, row: TemplatesTable): Promise<void> {
       await db.insertInto('templates').values(row).execute();

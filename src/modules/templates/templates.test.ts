@@ -4,7 +4,17 @@ import { SECOND } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { validatorCompiler } from '../../http/validation.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner, startServerWithTwoOrganizations } from '../../../test/factories.ts';
+import {
+  addMember,
+  assertError,
+  createConnection,
+  createKey,
+  settle,
+  signUp,
+  type SignedUp,
+  startServerWithOwner,
+  startServerWithTwoOrganizations,
+} from '../../../test/factories.ts';
 import { TemplateSendSchema, type TemplateSendInput } from './index.ts';
 
 type Json = Record<string, any>;
@@ -42,8 +52,17 @@ async function review(server: TestServer, template: Json, status: string): Promi
 }
 
 async function statusEvents(server: TestServer, organizationId: string, templateId: string): Promise<string[]> {
-  const rows = await server.app.store.db.selectFrom('events').selectAll().where('organization_id', '=', organizationId).where('type', '=', 'template.status_changed').orderBy('id').execute();
-  return rows.map((row) => JSON.parse(row.data) as Json).filter((template) => template.id === templateId).map((template) => template.status);
+  const rows = await server.app.store.db
+    .selectFrom('events')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('type', '=', 'template.status_changed')
+    .orderBy('id')
+    .execute();
+  return rows
+    .map((row) => JSON.parse(row.data) as Json)
+    .filter((template) => template.id === templateId)
+    .map((template) => template.status);
 }
 
 const ids = (response: { body: { data: { id: string }[] } }) => response.body.data.map((item) => item.id);
@@ -65,17 +84,33 @@ describe('templates: create, read, delete, sync', () => {
     assert.equal(response.status, 201, response.text);
     const template = response.body;
     assert.match(template.id, /^tpl_[0-9A-HJKMNP-TV-Z]{26}$/);
-    assert.deepEqual({ ...template, id: undefined, provider_template_id: undefined }, {
-      id: undefined, provider_template_id: undefined, object: 'template', connection_id: connection.id, name: 'order_update', language: 'en_US',
-      category: 'utility', status: 'pending', status_reason: null, parameter_format: 'positional', components: ORDER_UPDATE.components,
-      created_at: '2026-06-01T12:00:00.000Z', updated_at: '2026-06-01T12:00:00.000Z',
-    });
+    assert.deepEqual(
+      { ...template, id: undefined, provider_template_id: undefined },
+      {
+        id: undefined,
+        provider_template_id: undefined,
+        object: 'template',
+        connection_id: connection.id,
+        name: 'order_update',
+        language: 'en_US',
+        category: 'utility',
+        status: 'pending',
+        status_reason: null,
+        parameter_format: 'positional',
+        components: ORDER_UPDATE.components,
+        created_at: '2026-06-01T12:00:00.000Z',
+        updated_at: '2026-06-01T12:00:00.000Z',
+      },
+    );
     const atProvider = server.app.sandbox!.templates.find(template.provider_template_id);
     assert.equal(atProvider?.name, 'order_update');
     assert.equal(atProvider?.status, 'PENDING');
     assert.deepEqual((await server.request('GET', `/v1/templates/${template.id}`, { token: owner.token })).body, template);
     const audit = await server.request('GET', `/v1/events?target_id=${template.id}`, { token: owner.token });
-    assert.deepEqual(audit.body.data.map((event: { action: string }) => event.action), ['template.created']);
+    assert.deepEqual(
+      audit.body.data.map((event: { action: string }) => event.action),
+      ['template.created'],
+    );
   });
 
   it("the provider's review shows on the template and is template.status_changed", async () => {
@@ -108,13 +143,22 @@ describe('templates: create, read, delete, sync', () => {
     const atProvider = server.app.sandbox!.templates.find(template.provider_template_id)!;
     assert.equal(atProvider.parameterFormat, 'NAMED');
     assert.deepEqual(atProvider.components[1], {
-      type: 'BODY', text: 'Dear {{first_name}}, you owe {{amount}}.',
-      example: { body_text_named_params: [{ param_name: 'first_name', example: 'Ana' }, { param_name: 'amount', example: '12 EUR' }] },
+      type: 'BODY',
+      text: 'Dear {{first_name}}, you owe {{amount}}.',
+      example: {
+        body_text_named_params: [
+          { param_name: 'first_name', example: 'Ana' },
+          { param_name: 'amount', example: '12 EUR' },
+        ],
+      },
     });
   });
 
   it('media and location headers are accepted', async () => {
-    for (const [name, header] of [['with_image', { type: 'header', format: 'image' }], ['with_place', { type: 'header', format: 'location' }]] as const) {
+    for (const [name, header] of [
+      ['with_image', { type: 'header', format: 'image' }],
+      ['with_place', { type: 'header', format: 'location' }],
+    ] as const) {
       const template = await create({ name, language: 'en', category: 'marketing', components: [header, { type: 'body', text: 'See above.' }] });
       assert.deepEqual(template.components[0], header);
     }
@@ -173,13 +217,24 @@ describe('templates: create, read, delete, sync', () => {
       await refused(draft([{ type: 'header', format: 'text', text: '{{1}} {{2}}', example: 'a' }, body('Hi')]), '/components/0/text');
       await refused(draft([{ type: 'header', format: 'text', text: 'Order {{1}}' }, body('Hi')]), '/components/0/example', 'missing');
       await refused(draft([body('Hi'), { type: 'footer', text: 'Bye {{1}}' }]), '/components/1/text');
-      await refused(draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'url', text: 'Go', url: 'https://example.com/{{1}}' }] }]), '/components/1/buttons/0/example', 'missing');
-      await refused(draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'url', text: 'Go', url: 'https://example.com/{{1}}/x', example: 'x' }] }]), '/components/1/buttons/0/url');
+      await refused(
+        draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'url', text: 'Go', url: 'https://example.com/{{1}}' }] }]),
+        '/components/1/buttons/0/example',
+        'missing',
+      );
+      await refused(
+        draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'url', text: 'Go', url: 'https://example.com/{{1}}/x', example: 'x' }] }]),
+        '/components/1/buttons/0/url',
+      );
     });
 
     it('a button of a kind the provider does not have, or too many buttons', async () => {
       await refused(draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'teleport', text: 'Go' }] }]), '/components/1/buttons/0/type', 'invalid_value');
-      await refused(draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'phone_number', text: 'Call' }] }]), '/components/1/buttons/0/phone_number', 'missing');
+      await refused(
+        draft([body('Hi'), { type: 'buttons', buttons: [{ type: 'phone_number', text: 'Call' }] }]),
+        '/components/1/buttons/0/phone_number',
+        'missing',
+      );
       const eleven = Array.from({ length: 11 }, (_, index) => ({ type: 'quick_reply', text: `Option ${index}` }));
       await refused(draft([body('Hi'), { type: 'buttons', buttons: eleven }]), '/components/1/buttons', 'too_many');
     });
@@ -205,10 +260,18 @@ describe('templates: create, read, delete, sync', () => {
   it('a connection of another organization is 404 on /connection_id; a test key on a live connection is 403', async () => {
     const other = await signUp(server, { organizationName: 'Other' });
     const theirs = await createConnection(server, other);
-    const error = assertError(await server.request('POST', '/v1/templates', { token: owner.token, body: { ...ORDER_UPDATE, name: 'not_mine', connection_id: theirs.id } }), 404, 'resource_not_found');
+    const error = assertError(
+      await server.request('POST', '/v1/templates', { token: owner.token, body: { ...ORDER_UPDATE, name: 'not_mine', connection_id: theirs.id } }),
+      404,
+      'resource_not_found',
+    );
     assert.equal(error.param, '/connection_id');
     const testKey = await createKey(server, owner.token, { kind: 'organization', mode: 'test' });
-    const mode = assertError(await server.request('POST', '/v1/templates', { token: testKey.key, body: { ...ORDER_UPDATE, name: 'wrong_mode', connection_id: connection.id } }), 403, 'test_key_on_live_connection');
+    const mode = assertError(
+      await server.request('POST', '/v1/templates', { token: testKey.key, body: { ...ORDER_UPDATE, name: 'wrong_mode', connection_id: connection.id } }),
+      403,
+      'test_key_on_live_connection',
+    );
     assert.equal(mode.param, '/connection_id');
   });
 
@@ -232,7 +295,10 @@ describe('templates: create, read, delete, sync', () => {
     assert.deepEqual(await statusEvents(server, owner.organizationId, template.id), ['approved', 'deleted']);
     assert.deepEqual((await server.request('DELETE', `/v1/templates/${template.id}`, { token: owner.token })).body, response.body);
     const audit = await server.request('GET', `/v1/events?target_id=${template.id}&order=asc`, { token: owner.token });
-    assert.deepEqual(audit.body.data.map((event: { action: string }) => event.action), ['template.created', 'template.deleted']);
+    assert.deepEqual(
+      audit.body.data.map((event: { action: string }) => event.action),
+      ['template.created', 'template.deleted'],
+    );
     const again = await create({ ...ORDER_UPDATE, name: 'short_lived' });
     assert.notEqual(again.id, template.id);
   });
@@ -253,12 +319,21 @@ describe('templates: create, read, delete, sync', () => {
       const connection = await createConnection(server, owner);
       // Made at the provider directly, as the business manager would.
       const outside = server.app.sandbox!.templates.create(connection.waba_id, {
-        name: 'made_elsewhere', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hi {{1}}', example: { body_text: [['Ana']] } }],
+        name: 'made_elsewhere',
+        language: 'en_US',
+        category: 'UTILITY',
+        components: [{ type: 'BODY', text: 'Hi {{1}}', example: { body_text: [['Ana']] } }],
       });
       const response = await sync({ connection_id: connection.id });
       assert.equal(response.status, 200, response.text);
       assert.deepEqual(response.body, {
-        object: 'template_sync', connection_id: connection.id, total: 2, added: 2, status_changed: 0, deleted: 0, synced_at: server.clock.now().toISOString(),
+        object: 'template_sync',
+        connection_id: connection.id,
+        total: 2,
+        added: 2,
+        status_changed: 0,
+        deleted: 0,
+        synced_at: server.clock.now().toISOString(),
       });
       const listed = await server.request('GET', `/v1/templates?connection_id=${connection.id}`, { token: owner.token });
       const byName = new Map<string, Json>(listed.body.data.map((t: Json) => [t.name, t]));
@@ -270,9 +345,18 @@ describe('templates: create, read, delete, sync', () => {
       outside.status = 'APPROVED';
       server.app.sandbox!.templates.remove(server.app.sandbox!.templates.findByName(connection.waba_id, 'hello_world', 'en_US')!.id);
       const again = await sync({ connection_id: connection.id });
-      assert.deepEqual({ ...again.body, synced_at: undefined }, {
-        object: 'template_sync', connection_id: connection.id, total: 1, added: 0, status_changed: 1, deleted: 1, synced_at: undefined,
-      });
+      assert.deepEqual(
+        { ...again.body, synced_at: undefined },
+        {
+          object: 'template_sync',
+          connection_id: connection.id,
+          total: 1,
+          added: 0,
+          status_changed: 1,
+          deleted: 1,
+          synced_at: undefined,
+        },
+      );
     });
 
     it('an invisible connection is 404 on /connection_id; the body is strict', async () => {
@@ -310,7 +394,9 @@ describe('templates: list', () => {
       [second, 'alpha', 'en_US', 'utility'],
     ] as const;
     for (const [connection, name, language, category] of specs) {
-      made.push(await createTemplate(server, owner.token, connection.id, { name, language, category, components: [{ type: 'body', text: `Hi from ${name}` }] }));
+      made.push(
+        await createTemplate(server, owner.token, connection.id, { name, language, category, components: [{ type: 'body', text: `Hi from ${name}` }] }),
+      );
       server.clock.advance(SECOND);
     }
     await review(server, made[1]!, 'APPROVED');
@@ -327,9 +413,15 @@ describe('templates: list', () => {
     assert.deepEqual(ids(await list(`?limit=2&after=${page.body.next_cursor}`)), [made[2]!.id, made[1]!.id]);
     assert.deepEqual(ids(await list(`?limit=2&before=${made[1]!.id}`)), [made[3]!.id, made[2]!.id]);
     const ascending = await list('?order=asc');
-    assert.deepEqual(ids(ascending), made.map((template) => template.id));
+    assert.deepEqual(
+      ids(ascending),
+      made.map((template) => template.id),
+    );
     assert.equal(ascending.body.next_cursor, null);
-    assert.deepEqual(ids(await list('?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z')), made.slice(1, 4).map((t) => t.id));
+    assert.deepEqual(
+      ids(await list('?order=asc&created_after=2026-06-01T12:00:00.500Z&created_before=2026-06-01T12:00:03.500Z')),
+      made.slice(1, 4).map((t) => t.id),
+    );
     assertError(await list('?limit=101'), 400, 'validation_failed');
   });
 
@@ -442,8 +534,12 @@ describe('templates: the checks before a send (prepareSend)', () => {
     const specs: Record<string, Json> = {
       order_update: ORDER_UPDATE,
       welcome_named: {
-        category: 'marketing', parameter_format: 'named',
-        components: [{ type: 'header', format: 'text', text: 'Hello {{first_name}}', example: 'Ana' }, body('Dear {{first_name}}, you owe {{amount}} by {{due}}.', { first_name: 'Ana', amount: '12 EUR', due: 'Monday' })],
+        category: 'marketing',
+        parameter_format: 'named',
+        components: [
+          { type: 'header', format: 'text', text: 'Hello {{first_name}}', example: 'Ana' },
+          body('Dear {{first_name}}, you owe {{amount}} by {{due}}.', { first_name: 'Ana', amount: '12 EUR', due: 'Monday' }),
+        ],
       },
       invoice_doc: { components: [{ type: 'header', format: 'document' }, body('Your invoice is attached.')] },
       promo_image: { category: 'marketing', components: [{ type: 'header', format: 'image' }, body('New in store.')] },
@@ -456,8 +552,18 @@ describe('templates: the checks before a send (prepareSend)', () => {
       await review(server, template, 'APPROVED');
       templates[name] = template;
     }
-    templates.awaiting = await createTemplate(server, owner.token, connection.id, { name: 'awaiting', language: 'en_US', category: 'utility', components: [body('Soon.')] });
-    templates.elsewhere = await createTemplate(server, owner.token, other.id, { name: 'elsewhere', language: 'en_US', category: 'utility', components: [body('Hi.')] });
+    templates.awaiting = await createTemplate(server, owner.token, connection.id, {
+      name: 'awaiting',
+      language: 'en_US',
+      category: 'utility',
+      components: [body('Soon.')],
+    });
+    templates.elsewhere = await createTemplate(server, owner.token, other.id, {
+      name: 'elsewhere',
+      language: 'en_US',
+      category: 'utility',
+      components: [body('Hi.')],
+    });
     await review(server, templates.elsewhere, 'APPROVED');
   });
 
@@ -466,7 +572,10 @@ describe('templates: the checks before a send (prepareSend)', () => {
 
   /** Asserts the send is refused with this code and param, and returns the error. */
   async function refused(input: TemplateSendInput, code: string, param: string, param2?: string): Promise<AppError> {
-    const error = await prepare(input, param2).then(() => undefined, (caught: unknown) => caught);
+    const error = await prepare(input, param2).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof AppError, `expected a refusal, got ${JSON.stringify(error)}`);
     assert.equal(error.code, code, error.message);
     assert.equal(error.param, param, error.message);
@@ -474,10 +583,15 @@ describe('templates: the checks before a send (prepareSend)', () => {
   }
 
   const orderUpdate = (extra: Partial<TemplateSendInput> = {}): TemplateSendInput => ({
-    name: 'order_update', language: 'en_US',
+    name: 'order_update',
+    language: 'en_US',
     header: { type: 'text', text: 'A-9' },
     body: ['Ana', { type: 'currency', fallback: 'EUR 12.34', code: 'EUR', amount_1000: 12340 }, { type: 'date_time', fallback: 'Monday' }],
-    buttons: [{ index: 2, type: 'copy_code', code: 'SAVE10' }, { index: 1, type: 'url', text: 'A-9' }, { index: 0, type: 'quick_reply', payload: 'stop' }],
+    buttons: [
+      { index: 2, type: 'copy_code', code: 'SAVE10' },
+      { index: 1, type: 'url', text: 'A-9' },
+      { index: 0, type: 'quick_reply', payload: 'stop' },
+    ],
     ...extra,
   });
 
@@ -488,7 +602,9 @@ describe('templates: the checks before a send (prepareSend)', () => {
         templateId: templates.order_update!.id,
         category: 'utility',
         content: {
-          type: 'template', name: 'order_update', language: 'en_US',
+          type: 'template',
+          name: 'order_update',
+          language: 'en_US',
           headerParameter: { type: 'text', text: 'A-9' },
           bodyParameters: [
             { type: 'text', text: 'Ana' },
@@ -505,10 +621,22 @@ describe('templates: the checks before a send (prepareSend)', () => {
     });
 
     it('by id, the same; a quick reply payload may be left out', async () => {
-      const { name: _, language: __, ...rest } = orderUpdate({ buttons: [{ index: 1, type: 'url', text: 'A-9' }, { index: 2, type: 'copy_code', code: 'X' }] });
+      const {
+        name: _,
+        language: __,
+        ...rest
+      } = orderUpdate({
+        buttons: [
+          { index: 1, type: 'url', text: 'A-9' },
+          { index: 2, type: 'copy_code', code: 'X' },
+        ],
+      });
       const prepared = await prepare({ id: templates.order_update!.id, ...rest });
       assert.equal(prepared.templateId, templates.order_update!.id);
-      assert.deepEqual(prepared.content.buttonParameters?.map((button) => button.index), [1, 2]);
+      assert.deepEqual(
+        prepared.content.buttonParameters?.map((button) => button.index),
+        [1, 2],
+      );
     });
 
     it('a named template, body as an object or as named parameters in any order; the header gets its name', async () => {
@@ -523,33 +651,60 @@ describe('templates: the checks before a send (prepareSend)', () => {
       assert.deepEqual(asObject.content.headerParameter, { type: 'text', text: 'Ana', name: 'first_name' });
       assert.equal(asObject.category, 'marketing');
       const asArray = await prepare({
-        name: 'welcome_named', language: 'en_US', header,
-        body: [{ type: 'text', text: 'Friday', name: 'due' }, { type: 'text', text: 'Ana', name: 'first_name' }, { type: 'text', text: '12 EUR', name: 'amount' }],
+        name: 'welcome_named',
+        language: 'en_US',
+        header,
+        body: [
+          { type: 'text', text: 'Friday', name: 'due' },
+          { type: 'text', text: 'Ana', name: 'first_name' },
+          { type: 'text', text: '12 EUR', name: 'amount' },
+        ],
       });
       assert.deepEqual(asArray.content.bodyParameters, expected);
     });
 
     it('media headers by our id or by link, a document with its filename; a location header', async () => {
-      const byId = await prepare({ name: 'invoice_doc', language: 'en_US', header: { type: 'document', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F', filename: 'invoice.pdf' } });
+      const byId = await prepare({
+        name: 'invoice_doc',
+        language: 'en_US',
+        header: { type: 'document', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F', filename: 'invoice.pdf' },
+      });
       assert.deepEqual(byId.content, {
-        type: 'template', name: 'invoice_doc', language: 'en_US',
+        type: 'template',
+        name: 'invoice_doc',
+        language: 'en_US',
         headerParameter: { type: 'document', media: { mediaId: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F' }, filename: 'invoice.pdf' },
       });
       const byLink = await prepare({ name: 'promo_image', language: 'en_US', header: { type: 'image', link: 'https://example.com/a.png' } });
       assert.deepEqual(byLink.content.headerParameter, { type: 'image', media: { link: 'https://example.com/a.png' } });
-      const place = await prepare({ name: 'store_location', language: 'en_US', header: { type: 'location', latitude: 51.5, longitude: -0.12, name: 'Shop' }, body: ['the mall'] });
+      const place = await prepare({
+        name: 'store_location',
+        language: 'en_US',
+        header: { type: 'location', latitude: 51.5, longitude: -0.12, name: 'Shop' },
+        body: ['the mall'],
+      });
       assert.deepEqual(place.content.headerParameter, { type: 'location', latitude: 51.5, longitude: -0.12, name: 'Shop' });
     });
 
     it('a template without placeholders takes no parameters at all', async () => {
       assert.deepEqual((await prepare({ name: 'static_hello', language: 'en_US' })).content, { type: 'template', name: 'static_hello', language: 'en_US' });
-      assert.deepEqual((await prepare({ name: 'static_hello', language: 'en_US', body: [] })).content, { type: 'template', name: 'static_hello', language: 'en_US' });
+      assert.deepEqual((await prepare({ name: 'static_hello', language: 'en_US', body: [] })).content, {
+        type: 'template',
+        name: 'static_hello',
+        language: 'en_US',
+      });
     });
 
     it('listApproved names the approved templates of the connection only, by name', async () => {
       const approved = await server.app.services.templates.listApproved(server.app.store.db, connection.id);
-      assert.deepEqual(approved.map((template) => template.name), ['invoice_doc', 'order_update', 'plain_body', 'promo_image', 'static_hello', 'store_location', 'welcome_named']);
-      assert.deepEqual(approved.find((template) => template.name === 'order_update'), { id: templates.order_update!.id, name: 'order_update', language: 'en_US', category: 'utility' });
+      assert.deepEqual(
+        approved.map((template) => template.name),
+        ['invoice_doc', 'order_update', 'plain_body', 'promo_image', 'static_hello', 'store_location', 'welcome_named'],
+      );
+      assert.deepEqual(
+        approved.find((template) => template.name === 'order_update'),
+        { id: templates.order_update!.id, name: 'order_update', language: 'en_US', category: 'utility' },
+      );
     });
   });
 
@@ -568,8 +723,12 @@ describe('templates: the checks before a send (prepareSend)', () => {
       await refused({ name: 'elsewhere', language: 'en_US' }, 'resource_not_found', '/template/name');
       await refused({ id: templates.elsewhere!.id }, 'resource_not_found', '/template/id');
       await refused({ id: 'tpl_01JZ8Q6W3M4T2V9X0B7C5D1E2F' }, 'resource_not_found', '/template/id');
-      const error = await server.app.services.templates.prepareSend(server.app.store.db, { organizationId: 'org_01JZ8Q6W3M4T2V9X0B7C5D1E2F', connectionId: connection.id }, { id: templates.order_update!.id })
-        .then(() => undefined, (caught: unknown) => caught as AppError);
+      const error = await server.app.services.templates
+        .prepareSend(server.app.store.db, { organizationId: 'org_01JZ8Q6W3M4T2V9X0B7C5D1E2F', connectionId: connection.id }, { id: templates.order_update!.id })
+        .then(
+          () => undefined,
+          (caught: unknown) => caught as AppError,
+        );
       assert.equal(error?.code, 'resource_not_found');
     });
 
@@ -593,8 +752,16 @@ describe('templates: the checks before a send (prepareSend)', () => {
 
     it('of the wrong type', async () => {
       await refused(orderUpdate({ header: { type: 'image', link: 'https://example.com/a.png' } }), 'template_parameters_mismatch', '/template/header');
-      await refused({ name: 'invoice_doc', language: 'en_US', header: { type: 'video', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F' } }, 'template_parameters_mismatch', '/template/header');
-      await refused({ name: 'store_location', language: 'en_US', header: { type: 'text', text: 'x' }, body: ['x'] }, 'template_parameters_mismatch', '/template/header');
+      await refused(
+        { name: 'invoice_doc', language: 'en_US', header: { type: 'video', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F' } },
+        'template_parameters_mismatch',
+        '/template/header',
+      );
+      await refused(
+        { name: 'store_location', language: 'en_US', header: { type: 'text', text: 'x' }, body: ['x'] },
+        'template_parameters_mismatch',
+        '/template/header',
+      );
     });
 
     it('given where the template has none, or a fixed text', async () => {
@@ -604,8 +771,16 @@ describe('templates: the checks before a send (prepareSend)', () => {
 
     it('media named both ways or neither, and a filename on anything but a document: validation_failed', async () => {
       await refused({ name: 'promo_image', language: 'en_US', header: { type: 'image' } }, 'validation_failed', '/template/header');
-      await refused({ name: 'promo_image', language: 'en_US', header: { type: 'image', link: 'https://example.com/a.png', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F' } }, 'validation_failed', '/template/header');
-      await refused({ name: 'promo_image', language: 'en_US', header: { type: 'image', link: 'https://example.com/a.png', filename: 'a.png' } }, 'validation_failed', '/template/header/filename');
+      await refused(
+        { name: 'promo_image', language: 'en_US', header: { type: 'image', link: 'https://example.com/a.png', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F' } },
+        'validation_failed',
+        '/template/header',
+      );
+      await refused(
+        { name: 'promo_image', language: 'en_US', header: { type: 'image', link: 'https://example.com/a.png', filename: 'a.png' } },
+        'validation_failed',
+        '/template/header/filename',
+      );
     });
   });
 
@@ -623,13 +798,39 @@ describe('templates: the checks before a send (prepareSend)', () => {
     });
 
     it('a named template: values without names, unknown, repeated or missing names', async () => {
-      const named = (body: TemplateSendInput['body']): TemplateSendInput => ({ name: 'welcome_named', language: 'en_US', header: { type: 'text', text: 'Ana' }, body });
+      const named = (body: TemplateSendInput['body']): TemplateSendInput => ({
+        name: 'welcome_named',
+        language: 'en_US',
+        header: { type: 'text', text: 'Ana' },
+        body,
+      });
       await refused(named(['Ana', '12 EUR', 'Friday']), 'template_parameters_mismatch', '/template/body/0');
       await refused(named({ first_name: 'Ana', amount: '1', due: 'x', nickname: 'A' }), 'template_parameters_mismatch', '/template/body/nickname');
       await refused(named({ first_name: 'Ana', amount: '1' }), 'template_parameters_mismatch', '/template/body');
-      await refused(named([{ type: 'text', text: 'Ana', name: 'first_name' }, { type: 'text', text: 'x', name: 'nickname' }]), 'template_parameters_mismatch', '/template/body/1');
-      await refused(named([{ type: 'text', text: 'Ana', name: 'first_name' }, { type: 'text', text: 'Ana', name: 'first_name' }]), 'template_parameters_mismatch', '/template/body/1');
-      const missing = await refused(named([{ type: 'text', text: 'Ana', name: 'first_name' }, { type: 'text', text: '1', name: 'amount' }]), 'template_parameters_mismatch', '/template/body');
+      await refused(
+        named([
+          { type: 'text', text: 'Ana', name: 'first_name' },
+          { type: 'text', text: 'x', name: 'nickname' },
+        ]),
+        'template_parameters_mismatch',
+        '/template/body/1',
+      );
+      await refused(
+        named([
+          { type: 'text', text: 'Ana', name: 'first_name' },
+          { type: 'text', text: 'Ana', name: 'first_name' },
+        ]),
+        'template_parameters_mismatch',
+        '/template/body/1',
+      );
+      const missing = await refused(
+        named([
+          { type: 'text', text: 'Ana', name: 'first_name' },
+          { type: 'text', text: '1', name: 'amount' },
+        ]),
+        'template_parameters_mismatch',
+        '/template/body',
+      );
       assert.match(missing.message, /\{\{due\}\}/);
     });
   });
@@ -637,9 +838,32 @@ describe('templates: the checks before a send (prepareSend)', () => {
   describe('buttons', () => {
     it('an index the template lacks, a wrong type, or an index given twice point at that parameter', async () => {
       await refused(orderUpdate({ buttons: [{ index: 5, type: 'quick_reply', payload: 'x' }] }), 'template_parameters_mismatch', '/template/buttons/0');
-      await refused(orderUpdate({ buttons: [{ index: 1, type: 'url', text: 'A' }, { index: 0, type: 'url', text: 'x' }] }), 'template_parameters_mismatch', '/template/buttons/1');
-      await refused(orderUpdate({ buttons: [{ index: 1, type: 'url', text: 'A' }, { index: 2, type: 'copy_code', code: 'x' }, { index: 1, type: 'url', text: 'B' }] }), 'template_parameters_mismatch', '/template/buttons/2');
-      await refused({ name: 'static_hello', language: 'en_US', buttons: [{ index: 0, type: 'quick_reply', payload: 'x' }] }, 'template_parameters_mismatch', '/template/buttons/0');
+      await refused(
+        orderUpdate({
+          buttons: [
+            { index: 1, type: 'url', text: 'A' },
+            { index: 0, type: 'url', text: 'x' },
+          ],
+        }),
+        'template_parameters_mismatch',
+        '/template/buttons/1',
+      );
+      await refused(
+        orderUpdate({
+          buttons: [
+            { index: 1, type: 'url', text: 'A' },
+            { index: 2, type: 'copy_code', code: 'x' },
+            { index: 1, type: 'url', text: 'B' },
+          ],
+        }),
+        'template_parameters_mismatch',
+        '/template/buttons/2',
+      );
+      await refused(
+        { name: 'static_hello', language: 'en_US', buttons: [{ index: 0, type: 'quick_reply', payload: 'x' }] },
+        'template_parameters_mismatch',
+        '/template/buttons/0',
+      );
     });
 
     it('a dynamic URL or a copy-code button without its parameter', async () => {
@@ -650,12 +874,20 @@ describe('templates: the checks before a send (prepareSend)', () => {
   });
 
   describe('TemplateSendSchema, as a send route validates it', () => {
-    const validate = validatorCompiler({ schema: TemplateSendSchema, httpPart: 'body', method: 'POST', url: '/v1/messages' }) as ((value: unknown) => boolean) & { errors?: { instancePath: string; keyword: string }[] };
+    const validate = validatorCompiler({ schema: TemplateSendSchema, httpPart: 'body', method: 'POST', url: '/v1/messages' }) as ((
+      value: unknown,
+    ) => boolean) & { errors?: { instancePath: string; keyword: string }[] };
 
     it('accepts every parameter kind', () => {
       assert.ok(validate(orderUpdate()), JSON.stringify(validate.errors));
-      assert.ok(validate({ id: 'tpl_01JZ8Q6W3M4T2V9X0B7C5D1E2F', header: { type: 'location', latitude: 1, longitude: 2 }, body: { first_name: 'Ana' } }), JSON.stringify(validate.errors));
-      assert.ok(validate({ name: 'x', language: 'en', header: { type: 'document', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F', filename: 'a.pdf' } }), JSON.stringify(validate.errors));
+      assert.ok(
+        validate({ id: 'tpl_01JZ8Q6W3M4T2V9X0B7C5D1E2F', header: { type: 'location', latitude: 1, longitude: 2 }, body: { first_name: 'Ana' } }),
+        JSON.stringify(validate.errors),
+      );
+      assert.ok(
+        validate({ name: 'x', language: 'en', header: { type: 'document', media_id: 'med_01JZ8Q6W3M4T2V9X0B7C5D1E2F', filename: 'a.pdf' } }),
+        JSON.stringify(validate.errors),
+      );
     });
 
     it('refuses unknown fields, bad ids, links that are not https, and bad parameter names', () => {

@@ -23,14 +23,20 @@ describe('webhook delivery attempts are kept 30 days', () => {
   });
 
   const emitAndDeliver = async (name: string): Promise<string> => {
-    const event = await server.app.store.db.transaction().execute((trx) => server.app.services.events.emit(trx, {
-      type: 'contact.created', organizationId: owner.organizationId, connectionId: null, object: { id: `ct_${name}`, object: 'contact', name },
-    }));
+    const event = await server.app.store.db.transaction().execute((trx) =>
+      server.app.services.events.emit(trx, {
+        type: 'contact.created',
+        organizationId: owner.organizationId,
+        connectionId: null,
+        object: { id: `ct_${name}`, object: 'contact', name },
+      }),
+    );
     await server.app.worker.drain();
     const delivery = await server.app.store.db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', event.id).executeTakeFirstOrThrow();
     return delivery.id;
   };
-  const attempts = async () => (await server.app.store.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId).execute()).map((row) => row.id).sort();
+  const attempts = async () =>
+    (await server.app.store.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId).execute()).map((row) => row.id).sort();
 
   it("the hourly webhook_delivery.purge removes attempts past 30 days, except one whose retry is still ahead, and the worker's other work goes on", async () => {
     await emitAndDeliver('old');
@@ -39,8 +45,11 @@ describe('webhook delivery attempts are kept 30 days', () => {
     const recent = await emitAndDeliver('recent');
     // As if its retry had been pushed far out: the delivery is not over, so its history stays.
     server.clock.advance(DELIVERY_RETENTION_MS - 2 * DAY + HOUR);
-    await server.app.store.db.updateTable('webhook_deliveries').set({ status: 'failed', next_retry_at: new Date(server.clock.now().getTime() + HOUR).toISOString() })
-      .where('id', '=', oldRetrying).execute();
+    await server.app.store.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'failed', next_retry_at: new Date(server.clock.now().getTime() + HOUR).toISOString() })
+      .where('id', '=', oldRetrying)
+      .execute();
 
     receiver.received.length = 0;
     const fresh = await emitAndDeliver('fresh');

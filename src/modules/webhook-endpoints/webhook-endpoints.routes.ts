@@ -24,14 +24,25 @@ const tags = ['Webhook endpoints'];
 export function registerWebhookEndpointsRoutes(app: HttpServer, service: WebhookEndpointsService): void {
   app.get('/v1/webhook-endpoints', {
     config: read,
-    schema: { tags, summary: 'List webhook endpoints (never with their secrets)', querystring: WebhookEndpointListQuery, response: { 200: WebhookEndpointListSchema } },
+    schema: {
+      tags,
+      summary: 'List webhook endpoints (never with their secrets)',
+      querystring: WebhookEndpointListQuery,
+      response: { 200: WebhookEndpointListSchema },
+    },
     handler: async (request) => service.list(requirePrincipal(request), toPageRequest(request.query)),
   });
 
   app.post('/v1/webhook-endpoints', {
     config: write,
-    schema: { tags, summary: 'Create a webhook endpoint (the only response with its secret)', body: CreateWebhookEndpointBody, response: { 201: WebhookEndpointWithSecretSchema } },
-    handler: async (request, reply) => reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
+    schema: {
+      tags,
+      summary: 'Create a webhook endpoint (the only response with its secret)',
+      body: CreateWebhookEndpointBody,
+      response: { 201: WebhookEndpointWithSecretSchema },
+    },
+    handler: async (request, reply) =>
+      reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
   });
 
   app.get('/v1/webhook-endpoints/:id', {
@@ -42,7 +53,13 @@ export function registerWebhookEndpointsRoutes(app: HttpServer, service: Webhook
 
   app.patch('/v1/webhook-endpoints/:id', {
     config: write,
-    schema: { tags, summary: 'Change the URL, events, description or status', params: PathId('webhookEndpoint'), body: UpdateWebhookEndpointBody, response: { 200: WebhookEndpointSchema } },
+    schema: {
+      tags,
+      summary: 'Change the URL, events, description or status',
+      params: PathId('webhookEndpoint'),
+      body: UpdateWebhookEndpointBody,
+      response: { 200: WebhookEndpointSchema },
+    },
     handler: async (request) => service.update({ principal: requirePrincipal(request), requestId: request.id }, request.params.id, request.body),
   });
 
@@ -60,13 +77,24 @@ export function registerWebhookEndpointsRoutes(app: HttpServer, service: Webhook
 
   app.post('/v1/webhook-endpoints/:id/rotate-secret', {
     config: write,
-    schema: { tags, summary: 'Issue a new secret; the old one keeps signing for 24 hours', params: PathId('webhookEndpoint'), response: { 200: RotatedSecretSchema } },
+    schema: {
+      tags,
+      summary: 'Issue a new secret; the old one keeps signing for 24 hours',
+      params: PathId('webhookEndpoint'),
+      response: { 200: RotatedSecretSchema },
+    },
     handler: async (request) => service.rotateSecret({ principal: requirePrincipal(request), requestId: request.id }, request.params.id),
   });
 
   app.get('/v1/webhook-endpoints/:id/deliveries', {
     config: read,
-    schema: { tags, summary: 'The delivery attempts of an endpoint', params: PathId('webhookEndpoint'), querystring: WebhookDeliveryListQuery, response: { 200: WebhookDeliveryListSchema } },
+    schema: {
+      tags,
+      summary: 'The delivery attempts of an endpoint',
+      params: PathId('webhookEndpoint'),
+      querystring: WebhookDeliveryListQuery,
+      response: { 200: WebhookDeliveryListSchema },
+    },
     handler: async (request) => {
       const { status, ...list } = request.query;
       return service.listDeliveries(requirePrincipal(request), request.params.id, { status }, toPageRequest(list));

@@ -7,7 +7,9 @@ export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'The receiver: an https URL, resolved again on every delivery.' });
 const Events = Type.Array(Type.Enum(EVENT_TYPE_NAMES), {
-  minItems: 1, maxItems: EVENT_TYPE_NAMES.length, uniqueItems: true,
+  minItems: 1,
+  maxItems: EVENT_TYPE_NAMES.length,
+  uniqueItems: true,
   description: 'The event types to receive. `ping` may be listed, but only the test operation sends it, to the endpoint tested, listed or not.',
 });
 
@@ -20,7 +22,9 @@ export const WebhookEndpointSchema = Type.Object({
   description: Nullable(Type.String()),
   status: Type.Enum(ENDPOINT_STATUSES),
   disabled_reason: Nullable(Type.String({ description: '`consecutive_failures` when disabled automatically, `manual` when disabled by a person.' })),
-  secret_rotation: Nullable(Type.Object({ previous_secret_expires_at: Timestamp }, { description: 'During a rotation: when the previous secret stops signing.' })),
+  secret_rotation: Nullable(
+    Type.Object({ previous_secret_expires_at: Timestamp }, { description: 'During a rotation: when the previous secret stops signing.' }),
+  ),
   metadata: Metadata,
   created_at: Timestamp,
   updated_at: Timestamp,

@@ -16,13 +16,7 @@ import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
 import type { MailService } from '../mail/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
-import type {
-  CreateWebhookEndpointInput,
-  EndpointStatus,
-  UpdateWebhookEndpointInput,
-  WebhookDelivery,
-  WebhookEndpoint,
-} from './webhook-endpoints.schemas.ts';
+import type { CreateWebhookEndpointInput, EndpointStatus, UpdateWebhookEndpointInput, WebhookDelivery, WebhookEndpoint } from './webhook-endpoints.schemas.ts';
 import type { WebhookEndpointsStore } from './webhook-endpoints.store.ts';
 import type { SendResult } from './webhook-sender.ts';
 
@@ -172,11 +166,15 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     if (counters.consecutive_failures < AUTO_DISABLE.consecutiveFailures || span < AUTO_DISABLE.spanMs) return false;
     return db.transaction().execute(async (trx) => {
       if (!(await store.disable(trx, endpoint.id, 'consecutive_failures', now.toISOString()))) return false;
-      await audit.record(trx, { system: true, organizationId: endpoint.organization_id }, {
-        action: 'webhook_endpoint.auto_disabled',
-        target: { type: 'webhook_endpoint', id: endpoint.id },
-        data: { url: endpoint.url, consecutive_failures: counters.consecutive_failures, failing_since: counters.first_failure_at },
-      });
+      await audit.record(
+        trx,
+        { system: true, organizationId: endpoint.organization_id },
+        {
+          action: 'webhook_endpoint.auto_disabled',
+          target: { type: 'webhook_endpoint', id: endpoint.id },
+          data: { url: endpoint.url, consecutive_failures: counters.consecutive_failures, failing_since: counters.first_failure_at },
+        },
+      );
       await mail.notifyOwners(trx, endpoint.organization_id, {
         subject: 'A webhook endpoint was disabled',
         text:
@@ -207,7 +205,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const { principal } = actor;
       // A connection key's endpoint is bound to its connection: it must not hear other numbers' events.
       const connectionId = input.connection_id ?? principal.connectionId ?? null;
-      if (principal.connectionId && connectionId !== principal.connectionId) throw new AppError('resource_not_found', `No such connection: ${connectionId}.`, { param: '/connection_id' });
+      if (principal.connectionId && connectionId !== principal.connectionId)
+        throw new AppError('resource_not_found', `No such connection: ${connectionId}.`, { param: '/connection_id' });
       await transport.checkUrl(input.url, '/url');
       return db.transaction().execute(async (trx) => {
         if (connectionId) await connections.getForReference(trx, principal, connectionId, '/connection_id');
@@ -232,7 +231,11 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
           updated_at: now,
         };
         await store.insert(trx, row);
-        await audit.record(trx, actor, { action: 'webhook_endpoint.created', target: { type: 'webhook_endpoint', id: row.id }, data: { url: row.url, events: input.events } });
+        await audit.record(trx, actor, {
+          action: 'webhook_endpoint.created',
+          target: { type: 'webhook_endpoint', id: row.id },
+          data: { url: row.url, events: input.events },
+        });
         return { ...toEndpoint(row), secret };
       });
     },
@@ -288,7 +291,12 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         const secret = newSecret();
         const expires = new Date(clock.now().getTime() + SECRET_ROTATION_OVERLAP_MS).toISOString();
         // Only two secrets are ever valid: a second rotation within the overlap retires the oldest.
-        await store.update(trx, id, { secret: secrets.seal(secret), previous_secret: row.secret, previous_secret_expires_at: expires, updated_at: clock.now().toISOString() });
+        await store.update(trx, id, {
+          secret: secrets.seal(secret),
+          previous_secret: row.secret,
+          previous_secret_expires_at: expires,
+          updated_at: clock.now().toISOString(),
+        });
         await audit.record(trx, actor, { action: 'webhook_endpoint.secret_rotated', target: { type: 'webhook_endpoint', id } });
         return { object: 'webhook_endpoint_secret' as const, endpoint_id: id, secret, previous_secret_expires_at: expires };
       });
@@ -297,7 +305,9 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     /** Sends a `ping` now and reports what the receiver said; it does not count towards auto-disable. */
     async test(principal: Principal, id: string) {
       const row = await getRow(db, principal, id);
-      const ping = await db.transaction().execute((trx) => events.emit(trx, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) }));
+      const ping = await db
+        .transaction()
+        .execute((trx) => events.emit(trx, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) }));
       const { delivery, ok, result } = await attempt(row, ping, { attempt: 1, replayOf: null, nextRetryAt: null });
       return {
         object: 'webhook_test' as const,
@@ -310,7 +320,12 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       };
     },
 
-    async listDeliveries(principal: Principal, endpointId: string, filters: { status?: string | undefined }, page: PageRequest): Promise<Page<WebhookDelivery>> {
+    async listDeliveries(
+      principal: Principal,
+      endpointId: string,
+      filters: { status?: string | undefined },
+      page: PageRequest,
+    ): Promise<Page<WebhookDelivery>> {
       await getRow(db, principal, endpointId);
       return mapPage(await store.listDeliveries(db, endpointId, filters, page), toDelivery);
     },

@@ -44,7 +44,11 @@ export function createWebhookEndpointsStore() {
       await db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
     },
     /** Counts one more failure in a row; returns the endpoint's counters after the change. */
-    async recordFailure(db: Db, id: string, at: string): Promise<Pick<WebhookEndpointsTable, 'consecutive_failures' | 'first_failure_at' | 'status'> | undefined> {
+    async recordFailure(
+      db: Db,
+      id: string,
+      at: string,
+    ): Promise<Pick<WebhookEndpointsTable, 'consecutive_failures' | 'first_failure_at' | 'status'> | undefined> {
       return db
         .updateTable('webhook_endpoints')
         .set({ consecutive_failures: sql<number>`consecutive_failures + 1`, first_failure_at: sql<string>`coalesce(first_failure_at, ${at})` })

@@ -35,14 +35,23 @@ describe('webhook endpoints', () => {
   };
 
   const createEndpoint = async (body: Record<string, unknown> = {}) => {
-    const response = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'], ...body } });
+    const response = await server.request('POST', '/v1/webhook-endpoints', {
+      token: apiKey,
+      body: { url: receiver.url, events: ['contact.created'], ...body },
+    });
     assert.equal(response.status, 201, response.text);
     return response.body as { id: string; secret: string };
   };
   const emit = (type: 'contact.created' | 'contact.updated', connectionId: string | null = null, extra: Record<string, unknown> = {}) =>
-    server.app.store.db.transaction().execute((trx) => server.app.services.events.emit(trx, {
-      type, organizationId: owner.organizationId, connectionId, object: { id: 'ct_1', object: 'contact', name: 'Ada' }, ...extra,
-    }));
+    server.app.store.db.transaction().execute((trx) =>
+      server.app.services.events.emit(trx, {
+        type,
+        organizationId: owner.organizationId,
+        connectionId,
+        object: { id: 'ct_1', object: 'contact', name: 'Ada' },
+        ...extra,
+      }),
+    );
   const deliver = () => server.app.worker.drain();
 
   describe('managing endpoints', () => {
@@ -61,7 +70,10 @@ describe('webhook endpoints', () => {
 
     it('update changes the URL and events; delete removes it', async () => {
       const created = await createEndpoint();
-      const updated = await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, { token: apiKey, body: { events: ['contact.updated', 'message.status'], url: `${receiver.url}/v2` } });
+      const updated = await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, {
+        token: apiKey,
+        body: { events: ['contact.updated', 'message.status'], url: `${receiver.url}/v2` },
+      });
       assert.equal(updated.status, 200);
       assert.deepEqual(updated.body.events, ['contact.updated', 'message.status']);
       assert.equal(updated.body.url, `${receiver.url}/v2`);
@@ -78,7 +90,11 @@ describe('webhook endpoints', () => {
   });
 
   describe('bad input', () => {
-    for (const [name, url] of [['not a URL', 'not a url'], ['ftp://', 'ftp://example.com/hooks'], ['userinfo', 'https://user:secret@example.com/hooks']] as const) {
+    for (const [name, url] of [
+      ['not a URL', 'not a url'],
+      ['ftp://', 'ftp://example.com/hooks'],
+      ['userinfo', 'https://user:secret@example.com/hooks'],
+    ] as const) {
       it(`a URL that is ${name} is refused`, async () => {
         const response = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url, events: ['contact.created'] } });
         assert.ok([400].includes(response.status), response.text);
@@ -87,28 +103,57 @@ describe('webhook endpoints', () => {
     }
 
     it('unknown or empty event lists are validation_failed', async () => {
-      const unknown = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created', 'contact.exploded'] } }), 400, 'validation_failed');
+      const unknown = assertError(
+        await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created', 'contact.exploded'] } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(unknown.param, '/events/1');
       assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: [] } }), 400, 'validation_failed');
-      const repeated = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping', 'ping'] } }), 400, 'validation_failed');
+      const repeated = assertError(
+        await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping', 'ping'] } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(repeated.param, '/events');
       const created = await createEndpoint({ events: ['ping'] });
-      const patched = assertError(await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, { token: apiKey, body: { events: ['ping', 'contact.exploded'] } }), 400, 'validation_failed');
+      const patched = assertError(
+        await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, { token: apiKey, body: { events: ['ping', 'contact.exploded'] } }),
+        400,
+        'validation_failed',
+      );
       assert.equal(patched.param, '/events/1');
     });
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {
       const stranger = await signUp(server);
       const theirs = await createConnection(server, stranger);
-      const error = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'], connection_id: theirs.id } }), 404, 'resource_not_found');
+      const error = assertError(
+        await server.request('POST', '/v1/webhook-endpoints', {
+          token: apiKey,
+          body: { url: receiver.url, events: ['contact.created'], connection_id: theirs.id },
+        }),
+        404,
+        'resource_not_found',
+      );
       assert.equal(error.param, '/connection_id');
     });
 
     it("another organization's endpoint is 404 on every operation", async () => {
       const stranger = await signUp(server);
       const theirs = await server.request('POST', '/v1/webhook-endpoints', { token: stranger.token, body: { url: receiver.url, events: ['contact.created'] } });
-      for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/test'], ['POST', '/rotate-secret'], ['GET', '/deliveries']] as const) {
-        const response = await server.request(method, `/v1/webhook-endpoints/${theirs.body.id}${path}`, { token: apiKey, ...(method === 'PATCH' ? { body: { events: ['contact.created'] } } : {}) });
+      for (const [method, path] of [
+        ['GET', ''],
+        ['PATCH', ''],
+        ['DELETE', ''],
+        ['POST', '/test'],
+        ['POST', '/rotate-secret'],
+        ['GET', '/deliveries'],
+      ] as const) {
+        const response = await server.request(method, `/v1/webhook-endpoints/${theirs.body.id}${path}`, {
+          token: apiKey,
+          ...(method === 'PATCH' ? { body: { events: ['contact.created'] } } : {}),
+        });
         assertError(response, 404, 'resource_not_found');
       }
     });
@@ -129,7 +174,10 @@ describe('webhook endpoints', () => {
       assert.equal(body.data.object.name, 'Ada');
       const verified = verifyWebhookSignature(request!.body, request!.headers['service-signature'] as string, endpoint.secret, { now: server.clock.now() });
       assert.equal(verified.valid, true);
-      assert.equal(verifyWebhookSignature(request!.body + ' ', request!.headers['service-signature'] as string, endpoint.secret, { now: server.clock.now() }).valid, false);
+      assert.equal(
+        verifyWebhookSignature(request!.body + ' ', request!.headers['service-signature'] as string, endpoint.secret, { now: server.clock.now() }).valid,
+        false,
+      );
       const deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { token: apiKey });
       assert.equal(deliveries.body.data[0].status, 'succeeded');
       assert.equal(deliveries.body.data[0].response_status, 200);
@@ -180,7 +228,10 @@ describe('webhook endpoints', () => {
       receiver.respond(200);
       await deliver();
       deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?order=asc`, { token: apiKey });
-      assert.deepEqual(deliveries.body.data.map((d: { attempt: number; status: string }) => `${d.attempt}:${d.status}`), ['1:failed', '2:failed', '3:succeeded']);
+      assert.deepEqual(
+        deliveries.body.data.map((d: { attempt: number; status: string }) => `${d.attempt}:${d.status}`),
+        ['1:failed', '2:failed', '3:succeeded'],
+      );
       assert.ok(receiver.received.every((r) => JSON.parse(r.body).id === event.id));
       await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
     });
@@ -250,15 +301,19 @@ describe('webhook endpoints', () => {
       assert.equal(replay.status, 200);
       assert.equal(replay.body.replay_of, original.id);
       assert.equal(replay.body.status, 'succeeded');
-      assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).id), [event.id, event.id]);
+      assert.deepEqual(
+        receiver.received.map((r) => JSON.parse(r.body).id),
+        [event.id, event.id],
+      );
       const stranger = await signUp(server);
       assertError(await server.request('POST', `/v1/webhook-deliveries/${original.id}/replay`, { token: stranger.token }), 404, 'resource_not_found');
       await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
     });
   });
 
-  describe('ping in an endpoint\'s events', () => {
-    const deliveriesOf = async (id: string) => (await server.request('GET', `/v1/webhook-endpoints/${id}/deliveries`, { token: apiKey })).body.data as { event_type: string }[];
+  describe("ping in an endpoint's events", () => {
+    const deliveriesOf = async (id: string) =>
+      (await server.request('GET', `/v1/webhook-endpoints/${id}/deliveries`, { token: apiKey })).body.data as { event_type: string }[];
 
     it('is accepted on create and on update, and shown by get and list', async () => {
       const created = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['ping'] } });
@@ -280,13 +335,19 @@ describe('webhook endpoints', () => {
       await emit('contact.created');
       await emit('contact.updated');
       await deliver();
-      assert.deepEqual((await deliveriesOf(contacts.id)).map((d) => d.event_type), ['contact.created']);
+      assert.deepEqual(
+        (await deliveriesOf(contacts.id)).map((d) => d.event_type),
+        ['contact.created'],
+      );
       assert.deepEqual(await deliveriesOf(pingOnly.id), []);
       const tested = await server.request('POST', `/v1/webhook-endpoints/${contacts.id}/test`, { token: apiKey });
       assert.equal(tested.body.success, true);
       assert.equal(await deliver(), 0, 'a test is sent by the operation alone, never queued for subscribers of ping');
       assert.deepEqual(await deliveriesOf(pingOnly.id), []);
-      assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).type), ['contact.created', 'ping']);
+      assert.deepEqual(
+        receiver.received.map((r) => JSON.parse(r.body).type),
+        ['contact.created', 'ping'],
+      );
     });
 
     it('the test operation pings the endpoint tested once, whether its events list ping or not', async () => {
@@ -297,8 +358,15 @@ describe('webhook endpoints', () => {
         assert.equal(tested.status, 200, tested.text);
         assert.equal(tested.body.success, true);
         await deliver();
-        assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).type), ['ping'], `events ${events.join(', ')}`);
-        assert.deepEqual((await deliveriesOf(endpoint.id)).map((d) => d.event_type), ['ping']);
+        assert.deepEqual(
+          receiver.received.map((r) => JSON.parse(r.body).type),
+          ['ping'],
+          `events ${events.join(', ')}`,
+        );
+        assert.deepEqual(
+          (await deliveriesOf(endpoint.id)).map((d) => d.event_type),
+          ['ping'],
+        );
         await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
       }
     });
@@ -310,7 +378,11 @@ describe('webhook endpoints', () => {
       receiver.respond(500);
       for (let i = 0; i < 100; i++) await emit('contact.created');
       await deliver();
-      assert.equal((await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey })).body.status, 'enabled', '100 failures within minutes are not enough');
+      assert.equal(
+        (await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey })).body.status,
+        'enabled',
+        '100 failures within minutes are not enough',
+      );
       server.clock.advance(DAY);
       await emit('contact.created');
       await deliver();
@@ -352,7 +424,10 @@ describe('webhook endpoints', () => {
       assert.equal(created.status, 201);
       assert.equal(created.body.connection_id, connection.id);
       const list = await server.request('GET', '/v1/webhook-endpoints', { token: key.key });
-      assert.deepEqual(list.body.data.map((e: { id: string }) => e.id), [created.body.id]);
+      assert.deepEqual(
+        list.body.data.map((e: { id: string }) => e.id),
+        [created.body.id],
+      );
       assertError(await server.request('GET', `/v1/webhook-endpoints/${orgWide.id}`, { token: key.key }), 404, 'resource_not_found');
     });
   });
@@ -364,9 +439,20 @@ describe('webhook endpoint URLs in production mode', () => {
   const suite = suiteScope();
   before(async () => ({ server, owner } = await startServerWithOwner(suite, { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } })));
 
-  for (const url of ['http://example.com/hooks', 'https://10.0.0.1/hooks', 'https://169.254.169.254/latest', 'https://localhost/hooks', 'https://[::ffff:127.0.0.1]/hooks', 'https://[::1]/hooks']) {
+  for (const url of [
+    'http://example.com/hooks',
+    'https://10.0.0.1/hooks',
+    'https://169.254.169.254/latest',
+    'https://localhost/hooks',
+    'https://[::ffff:127.0.0.1]/hooks',
+    'https://[::1]/hooks',
+  ]) {
     it(`${url} is url_not_allowed`, async () => {
-      const error = assertError(await server.request('POST', '/v1/webhook-endpoints', { token: owner.token, body: { url, events: ['contact.created'] } }), 400, 'url_not_allowed');
+      const error = assertError(
+        await server.request('POST', '/v1/webhook-endpoints', { token: owner.token, body: { url, events: ['contact.created'] } }),
+        400,
+        'url_not_allowed',
+      );
       assert.equal(error.param, '/url');
     });
   }

@@ -77,7 +77,7 @@ function scriptedLookup(...answers: string[][]) {
   const lookup = async (hostname: string) => {
     calls.push(hostname);
     const answer = answers[Math.min(calls.length - 1, answers.length - 1)]!;
-    return answer.map((address) => ({ address, family: address.includes(':') ? 6 as const : 4 as const }));
+    return answer.map((address) => ({ address, family: address.includes(':') ? (6 as const) : (4 as const) }));
   };
   return { lookup, calls };
 }
@@ -436,7 +436,14 @@ describe('the webhook sender', () => {
 
     it('refuses other schemes, plain http and credentials with url_not_allowed naming the field', async (t) => {
       const client = sender(t, { allowPrivateNetworks: false, lookup: publicLookup });
-      for (const url of ['ftp://x', 'http://hooks.example.com/', 'https://user:pass@example.com/', 'https://user@example.com/', 'file:///etc/passwd', 'javascript:alert(1)']) {
+      for (const url of [
+        'ftp://x',
+        'http://hooks.example.com/',
+        'https://user:pass@example.com/',
+        'https://user@example.com/',
+        'file:///etc/passwd',
+        'javascript:alert(1)',
+      ]) {
         await assertRefused(client.checkUrl(url, '/url'), 'url_not_allowed', '/url');
       }
     });

@@ -11,9 +11,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { AppError, invalidParam } from '../../lib/errors.ts';
 import { isPublicAddress } from '../../lib/network.ts';
 
-export type SendResult =
-  | { kind: 'response'; status: number; excerpt: string; durationMs: number }
-  | { kind: 'error'; error: string; durationMs: number };
+export type SendResult = { kind: 'response'; status: number; excerpt: string; durationMs: number } | { kind: 'error'; error: string; durationMs: number };
 
 export interface WebhookSenderOptions {
   allowPrivateNetworks: boolean;
@@ -61,7 +59,17 @@ const MAX_PARSED_URLS = 1_024;
 // that falls off the end is closed gracefully and rebuilt on its next delivery.
 const MAX_DISPATCHERS = 256;
 // Set by the sender itself; a caller's value would contradict the bytes actually sent.
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'user-agent', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'user-agent',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+]);
 
 type ParsedUrl =
   | { ok: true; origin: string; path: string; host: string; literal: boolean }
@@ -78,7 +86,9 @@ function parseUrl(raw: string, allowPrivateNetworks: boolean): ParsedUrl {
   const schemes = allowPrivateNetworks ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) {
     return {
-      ok: false, error: 'url_not_allowed', reason: `scheme ${url.protocol}`,
+      ok: false,
+      error: 'url_not_allowed',
+      reason: `scheme ${url.protocol}`,
       message: `must use ${allowPrivateNetworks ? 'https or http' : 'https'} (got ${url.protocol.replace(/:$/, '')})`,
     };
   }
@@ -208,7 +218,10 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
   const lookup = options.lookup ?? defaultLookup;
-  for (const [name, value] of [['timeoutMs', timeoutMs], ['maxResponseBytes', maxResponseBytes]] as const) {
+  for (const [name, value] of [
+    ['timeoutMs', timeoutMs],
+    ['maxResponseBytes', maxResponseBytes],
+  ] as const) {
     if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1 (got ${value})`);
   }
   const bodyBudgetMs = Math.min(BODY_READ_MS, timeoutMs);
@@ -293,7 +306,11 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
     const refused = addresses.find((address) => !isPublicAddress(address));
     if (refused !== undefined) {
       const where = parsed.literal ? refused : `${parsed.host} (${refused})`;
-      throw new AppError('url_not_allowed', `The URL points at ${where}, which is not a public internet address (loopback, private, link-local, metadata and other reserved ranges are refused).`, { param });
+      throw new AppError(
+        'url_not_allowed',
+        `The URL points at ${where}, which is not a public internet address (loopback, private, link-local, metadata and other reserved ranges are refused).`,
+        { param },
+      );
     }
   }
 

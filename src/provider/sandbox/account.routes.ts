@@ -13,7 +13,8 @@ const SYNC_WINDOW_MS = DAY;
 
 function requireWhatsapp(body: Json | undefined): Json {
   if (body === undefined || body.messaging_product === undefined) throw new GraphError(100, 'The parameter messaging_product is required.');
-  if (body.messaging_product !== 'whatsapp') throw new GraphError(100, `Param messaging_product must be one of {WHATSAPP} - got ${JSON.stringify(body.messaging_product)}.`);
+  if (body.messaging_product !== 'whatsapp')
+    throw new GraphError(100, `Param messaging_product must be one of {WHATSAPP} - got ${JSON.stringify(body.messaging_product)}.`);
   return body;
 }
 
@@ -53,7 +54,8 @@ export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
     if (!number.coexistence) {
       throw new GraphError(100, 'smb_app_data is only available for numbers onboarded from the WhatsApp Business app (coexistence).');
     }
-    if (number.syncRequested[syncType] !== undefined) throw new GraphError(2593107, `The ${syncType} synchronization was already requested for this number; it can be requested once.`);
+    if (number.syncRequested[syncType] !== undefined)
+      throw new GraphError(2593107, `The ${syncType} synchronization was already requested for this number; it can be requested once.`);
     const now = clock.now();
     if (now.getTime() - number.onboardedAt.getTime() > SYNC_WINDOW_MS) {
       throw new GraphError(2593108, `The ${syncType} synchronization must be requested within 24 hours of onboarding.`);
@@ -85,9 +87,12 @@ export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
       if (typeof body.override_callback_uri !== 'string' || !/^https?:\/\//.test(body.override_callback_uri)) {
         throw new GraphError(100, 'Param override_callback_uri must be an http or https URL.');
       }
-      if (typeof body.verify_token !== 'string' || body.verify_token === '') throw new GraphError(100, 'The parameter verify_token is required with override_callback_uri.');
+      if (typeof body.verify_token !== 'string' || body.verify_token === '')
+        throw new GraphError(100, 'The parameter verify_token is required with override_callback_uri.');
       if (!(await verifyCallback(body.override_callback_uri, body.verify_token))) {
-        throw new GraphError(100, 'Callback verification failed: the URL did not answer HTTP 200 with the hub.challenge value.', { message: 'Callback verification failed' });
+        throw new GraphError(100, 'Callback verification failed: the URL did not answer HTTP 200 with the hub.challenge value.', {
+          message: 'Callback verification failed',
+        });
       }
       overrideCallbackUri = body.override_callback_uri;
     }

@@ -73,7 +73,9 @@ describe('the sandbox provider: registration', () => {
   it('a form-encoded body is read as Graph reads it', async (t) => {
     const { connect, call } = await setup(t);
     const { token, phoneNumberId } = await connect();
-    const answer = await call('POST', `${V}/${phoneNumberId}/register`, 'messaging_product=whatsapp&pin=654321', token, { 'content-type': 'application/x-www-form-urlencoded' });
+    const answer = await call('POST', `${V}/${phoneNumberId}/register`, 'messaging_product=whatsapp&pin=654321', token, {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     assert.deepEqual(answer.body, { success: true });
   });
 
@@ -101,7 +103,10 @@ describe('the sandbox provider: coexistence numbers', () => {
     const cloud = await connect('plain-code');
     assert.equal((await call('GET', `${V}/${cloud.phoneNumberId}`, undefined, cloud.token)).body.is_on_biz_app, false);
     const numbers = (await call('GET', '/control/numbers')).body.data;
-    assert.deepEqual(numbers.map((number: any) => number.coexistence), [true, false]);
+    assert.deepEqual(
+      numbers.map((number: any) => number.coexistence),
+      [true, false],
+    );
   });
 
   it('smb_app_data answers a request id once per sync type, within 24 hours of onboarding', async (t) => {

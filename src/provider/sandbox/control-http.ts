@@ -38,7 +38,8 @@ export function check<T extends TSchema>(schema: T, body: unknown): Static<T> {
 
 function toControlError(error: FastifyError | ControlError, request: FastifyRequest): ControlError {
   if (error instanceof ControlError) return error;
-  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ControlError(415, 'unsupported_content_type', 'Control endpoints take JSON bodies (Content-Type: application/json).');
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+    return new ControlError(415, 'unsupported_content_type', 'Control endpoints take JSON bodies (Content-Type: application/json).');
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ControlError(413, 'body_too_large', 'The request body is too large.');
   if ((error.statusCode ?? 500) < 500) return invalid(error.message);
   request.log.error({ err: error }, 'sandbox control handler failed');
@@ -63,7 +64,9 @@ export function installControlConventions(app: FastifyInstance, notFoundHint: st
     }
   });
 
-  app.setErrorHandler((error: FastifyError | ControlError, request: FastifyRequest, reply: FastifyReply) => sendControlError(reply, toControlError(error, request)));
+  app.setErrorHandler((error: FastifyError | ControlError, request: FastifyRequest, reply: FastifyReply) =>
+    sendControlError(reply, toControlError(error, request)),
+  );
 
   app.setNotFoundHandler((request, reply) =>
     sendControlError(reply, notFound(`No sandbox endpoint ${request.method} ${request.url.split('?')[0] ?? ''}. ${notFoundHint}`)),

@@ -83,12 +83,21 @@ export function controlRoutes(deps: ControlDeps) {
   function coexistenceNumber(phoneNumberId: string, what: string): SandboxNumber {
     const number = numberOf(phoneNumberId);
     if (!number.coexistence) {
-      throw new ControlError(409, 'not_coexistence', `${what} exist only for coexistence numbers; create one by exchanging a code that starts with "coexistence".`);
+      throw new ControlError(
+        409,
+        'not_coexistence',
+        `${what} exist only for coexistence numbers; create one by exchanging a code that starts with "coexistence".`,
+      );
     }
     return number;
   }
 
-  function findTemplate(input: { template_id?: string | undefined; waba_id?: string | undefined; name?: string | undefined; language?: string | undefined }): SandboxTemplate {
+  function findTemplate(input: {
+    template_id?: string | undefined;
+    waba_id?: string | undefined;
+    name?: string | undefined;
+    language?: string | undefined;
+  }): SandboxTemplate {
     if (input.template_id !== undefined) {
       const template = templates.find(input.template_id);
       if (template === undefined) throw notFound(`No template ${input.template_id}.`);
@@ -129,7 +138,12 @@ export function controlRoutes(deps: ControlDeps) {
     });
 
     route('GET', '/webhooks', async () => ({
-      data: deps.deliveries.map((delivery) => ({ ...deliveryReport(delivery), url: delivery.url ?? null, at: delivery.at.toISOString(), body: JSON.parse(delivery.body) as unknown })),
+      data: deps.deliveries.map((delivery) => ({
+        ...deliveryReport(delivery),
+        url: delivery.url ?? null,
+        at: delivery.at.toISOString(),
+        body: JSON.parse(delivery.body) as unknown,
+      })),
     }));
 
     route('POST', '/inbound', async (request) => {
@@ -227,7 +241,8 @@ export function controlRoutes(deps: ControlDeps) {
     route('POST', '/throughput', async (request) => {
       const input = check(ThroughputSchema, request.body);
       const number = numberOf(input.phone_number_id);
-      if (number.coexistence && input.level === 'HIGH') throw new ControlError(409, 'coexistence_fixed_throughput', 'Coexistence numbers have a fixed throughput of 20 messages per second.');
+      if (number.coexistence && input.level === 'HIGH')
+        throw new ControlError(409, 'coexistence_fixed_throughput', 'Coexistence numbers have a fixed throughput of 20 messages per second.');
       const upgraded = input.level === 'HIGH' && number.throughputLevel !== 'HIGH';
       number.throughputLevel = input.level;
       if (!upgraded) return { ...numberView(state, number), delivery: null };

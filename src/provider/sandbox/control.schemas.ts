@@ -40,13 +40,25 @@ const LocationSchema = Type.Object(
 const ContactSchema = Type.Object({ name: Type.Object({ formatted_name: NonEmpty }, { additionalProperties: true }) }, { additionalProperties: true });
 
 const InteractiveSchema = Type.Union([
-  Type.Object({ type: Type.Literal('button_reply'), button_reply: Type.Object({ id: NonEmpty, title: NonEmpty }, { additionalProperties: false }) }, { additionalProperties: false }),
   Type.Object(
-    { type: Type.Literal('list_reply'), list_reply: Type.Object({ id: NonEmpty, title: NonEmpty, description: Type.Optional(Type.String()) }, { additionalProperties: false }) },
+    { type: Type.Literal('button_reply'), button_reply: Type.Object({ id: NonEmpty, title: NonEmpty }, { additionalProperties: false }) },
     { additionalProperties: false },
   ),
   Type.Object(
-    { type: Type.Literal('nfm_reply'), nfm_reply: Type.Object({ name: Type.Optional(Type.String()), body: Type.Optional(Type.String()), response_json: Type.String() }, { additionalProperties: false }) },
+    {
+      type: Type.Literal('list_reply'),
+      list_reply: Type.Object({ id: NonEmpty, title: NonEmpty, description: Type.Optional(Type.String()) }, { additionalProperties: false }),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      type: Type.Literal('nfm_reply'),
+      nfm_reply: Type.Object(
+        { name: Type.Optional(Type.String()), body: Type.Optional(Type.String()), response_json: Type.String() },
+        { additionalProperties: false },
+      ),
+    },
     { additionalProperties: false },
   ),
 ]);
@@ -59,7 +71,12 @@ const OrderSchema = Type.Object(
     text: Type.Optional(Type.String()),
     product_items: Type.Array(
       Type.Object(
-        { product_retailer_id: NonEmpty, quantity: Type.Integer({ minimum: 1 }), item_price: Type.Number({ minimum: 0 }), currency: Type.String({ pattern: '^[A-Z]{3}$' }) },
+        {
+          product_retailer_id: NonEmpty,
+          quantity: Type.Integer({ minimum: 1 }),
+          item_price: Type.Number({ minimum: 0 }),
+          currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+        },
         { additionalProperties: false },
       ),
       { minItems: 1 },
@@ -156,7 +173,9 @@ export const ControlStatusSchema = Type.Object(
   {
     message_id: NonEmpty,
     status: Type.Enum(STATUSES),
-    error: Type.Optional(Type.Object({ code: Type.Integer(), title: Type.Optional(Type.String()), details: Type.Optional(Type.String()) }, { additionalProperties: false })),
+    error: Type.Optional(
+      Type.Object({ code: Type.Integer(), title: Type.Optional(Type.String()), details: Type.Optional(Type.String()) }, { additionalProperties: false }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -171,7 +190,9 @@ export const BehaviourSchema = Type.Object(
     latency_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })),
     fail_next: Type.Optional(Type.Union([FailureSchema, Type.Null()])),
     /** The next accepted send answers 200, then a `failed` status with this code follows. */
-    fail_next_async: Type.Optional(Type.Union([Type.Object({ code: Type.Integer(), details: Type.Optional(Type.String()) }, { additionalProperties: false }), Type.Null()])),
+    fail_next_async: Type.Optional(
+      Type.Union([Type.Object({ code: Type.Integer(), details: Type.Optional(Type.String()) }, { additionalProperties: false }), Type.Null()]),
+    ),
     auto_status: Type.Optional(Type.Boolean()),
     throttle: Type.Optional(
       Type.Union([

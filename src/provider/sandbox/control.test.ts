@@ -21,7 +21,10 @@ describe('the sandbox control API: inbound messages of every type', () => {
       { type: 'button', button: { text: 'Stop promotions', payload: 'STOP' } },
       { type: 'reaction', reaction: { message_id: 'wamid.x', emoji: '👍' } },
       { type: 'reaction', reaction: { message_id: 'wamid.x' } },
-      { type: 'order', order: { catalog_id: 'cat-1', text: 'please', product_items: [{ product_retailer_id: 'sku-1', quantity: 2, item_price: 9.5, currency: 'EUR' }] } },
+      {
+        type: 'order',
+        order: { catalog_id: 'cat-1', text: 'please', product_items: [{ product_retailer_id: 'sku-1', quantity: 2, item_price: 9.5, currency: 'EUR' }] },
+      },
       { type: 'system', system: { type: 'customer_changed_number', new_wa_id: '15557654321' } },
       { type: 'request_welcome' },
       { type: 'poll_creation' },
@@ -34,9 +37,28 @@ describe('the sandbox control API: inbound messages of every type', () => {
     const messages = messagesOf(receiver.received);
     assert.deepEqual(
       messages.map((message) => message.type),
-      ['text', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'contacts', 'interactive', 'interactive', 'button', 'reaction', 'reaction', 'order', 'system', 'request_welcome', 'unsupported'],
+      [
+        'text',
+        'image',
+        'video',
+        'audio',
+        'document',
+        'sticker',
+        'location',
+        'contacts',
+        'interactive',
+        'interactive',
+        'button',
+        'reaction',
+        'reaction',
+        'order',
+        'system',
+        'request_welcome',
+        'unsupported',
+      ],
     );
-    const [text, image, video, audio, document, sticker, location, contacts, button, list, quick, reaction, removal, order, system, welcome, unsupported] = messages;
+    const [text, image, video, audio, document, sticker, location, contacts, button, list, quick, reaction, removal, order, system, welcome, unsupported] =
+      messages;
     assert.deepEqual(text.text, { body: 'hello' });
     assert.equal(image.image.caption, 'pic');
     assert.equal(video.video.mime_type, 'video/mp4');
@@ -71,12 +93,24 @@ describe('the sandbox control API: inbound messages of every type', () => {
     const { token, phoneNumberId } = await connect();
     await inbound({ phone_number_id: phoneNumberId, type: 'text', text: 're', context: { message_id: 'wamid.original' } });
     await inbound({ phone_number_id: phoneNumberId, type: 'text', text: 'fwd', context: { forwarded: true, frequently_forwarded: true } });
-    await inbound({ phone_number_id: phoneNumberId, type: 'text', text: 'this one?', context: { referred_product: { catalog_id: 'c', product_retailer_id: 'p' } } });
+    await inbound({
+      phone_number_id: phoneNumberId,
+      type: 'text',
+      text: 'this one?',
+      context: { referred_product: { catalog_id: 'c', product_retailer_id: 'p' } },
+    });
     await inbound({
       phone_number_id: phoneNumberId,
       type: 'text',
       text: 'I saw your ad',
-      referral: { source_url: 'https://fb.test/ad', source_id: 'ad-1', headline: 'Sale', media_type: 'image', image_url: 'https://fb.test/i.png', ctwa_clid: 'clid' },
+      referral: {
+        source_url: 'https://fb.test/ad',
+        source_id: 'ad-1',
+        headline: 'Sale',
+        media_type: 'image',
+        image_url: 'https://fb.test/i.png',
+        ctwa_clid: 'clid',
+      },
     });
     const [reply, forwarded, enquiry, referred] = messagesOf(receiver.received);
     assert.equal(reply.context.id, 'wamid.original');
@@ -151,10 +185,16 @@ describe('the sandbox control API: statuses', () => {
     assert.equal(second.status, 200);
     await sandbox.idle();
     const forSecond = statusesOf(receiver.received).filter((status) => status.id === second.body.messages[0].id);
-    assert.deepEqual(forSecond.map((status) => status.status), ['failed']);
+    assert.deepEqual(
+      forSecond.map((status) => status.status),
+      ['failed'],
+    );
     assert.equal(forSecond[0]!.errors![0]!.code, 131026);
     const forThird = statusesOf(receiver.received).filter((status) => status.id === third.body.messages[0].id);
-    assert.deepEqual(forThird.map((status) => status.status), ['sent', 'delivered', 'read']);
+    assert.deepEqual(
+      forThird.map((status) => status.status),
+      ['sent', 'delivered', 'read'],
+    );
     assert.equal((await call('POST', '/control/status', { message_id: first.body.messages[0].id, status: 'lost' })).status, 400);
   });
 });
@@ -169,7 +209,10 @@ describe('the sandbox control API: number and account notifications', () => {
     assert.equal((await call('GET', `${V}/${phoneNumberId}`, undefined, token)).body.quality_rating, 'GREEN');
     const values = changesOf(receiver.received, 'phone_number_quality_update');
     assert.equal(values[0]!.entry.id, wabaId);
-    assert.deepEqual(values.map((change) => change.value.event), ['FLAGGED', 'UPGRADE']);
+    assert.deepEqual(
+      values.map((change) => change.value.event),
+      ['FLAGGED', 'UPGRADE'],
+    );
     assert.match(values[0]!.value.display_phone_number, /^\d+$/);
     assert.equal(values[0]!.value.current_limit, 'TIER_250');
     assert.equal(values[0]!.value.old_limit, undefined);
@@ -185,7 +228,13 @@ describe('the sandbox control API: number and account notifications', () => {
     assert.equal(node.body.messaging_limit_tier, 'TIER_1K');
     assert.equal(node.body.whatsapp_business_manager_messaging_limit, 'TIER_1K');
     const [up, down] = changesOf(receiver.received, 'phone_number_quality_update').map((change) => change.value);
-    assert.deepEqual(up, { display_phone_number: up.display_phone_number, event: 'UPGRADE', old_limit: 'TIER_250', current_limit: 'TIER_2K', max_daily_conversations_per_business: 'TIER_2K' });
+    assert.deepEqual(up, {
+      display_phone_number: up.display_phone_number,
+      event: 'UPGRADE',
+      old_limit: 'TIER_250',
+      current_limit: 'TIER_2K',
+      max_daily_conversations_per_business: 'TIER_2K',
+    });
     assert.equal(down.event, 'DOWNGRADE');
     assert.equal(down.old_limit, 'TIER_2K');
   });
@@ -260,7 +309,13 @@ describe('the sandbox control API: coexistence', () => {
   it('contact syncs arrive as smb_app_state_sync; names are left out on remove', async (t) => {
     const { connect, control, receiver } = await setup(t);
     const { phoneNumberId } = await connect('coexistence');
-    await control('/state-sync', { phone_number_id: phoneNumberId, contacts: [{ phone_number: USER, full_name: 'Ada Lovelace', first_name: 'Ada' }, { phone_number: '15550000000', full_name: 'Gone', action: 'remove' }] });
+    await control('/state-sync', {
+      phone_number_id: phoneNumberId,
+      contacts: [
+        { phone_number: USER, full_name: 'Ada Lovelace', first_name: 'Ada' },
+        { phone_number: '15550000000', full_name: 'Gone', action: 'remove' },
+      ],
+    });
     const [added, removed] = changesOf(receiver.received, 'smb_app_state_sync')[0]!.value.state_sync;
     assert.deepEqual(added.contact, { full_name: 'Ada Lovelace', first_name: 'Ada', phone_number: USER });
     assert.equal(added.action, 'add');

@@ -19,7 +19,14 @@ import {
  * the status walk, template, quality and account notifications. A webhook goes out only while an
  * app is subscribed to the account (§7.3), to its override callback if it set one.
  */
-export function createSandboxEvents(deps: { state: SandboxState; templates: TemplateStore; sender: WebhookSender; clock: Clock; webhookUrl: () => string | undefined; stepMs: number }) {
+export function createSandboxEvents(deps: {
+  state: SandboxState;
+  templates: TemplateStore;
+  sender: WebhookSender;
+  clock: Clock;
+  webhookUrl: () => string | undefined;
+  stepMs: number;
+}) {
   const { state, sender, clock } = deps;
 
   function targetFor(wabaId: string): WebhookTarget {
@@ -91,7 +98,9 @@ export function createSandboxEvents(deps: { state: SandboxState; templates: Temp
       ...(event === 'PAUSED' ? { other_info: { title: 'FIRST_PAUSE', description: 'Paused because of low quality feedback from users.' } } : {}),
       ...(previous === 'PAUSED' && next === 'APPROVED' ? { other_info: { title: 'UNPAUSE', description: 'The template is no longer paused.' } } : {}),
       ...(event === 'DISABLED' ? { disable_info: { disable_date: Math.floor(now.getTime() / 1000) } } : {}),
-      ...(event === 'REJECTED' ? { rejection_info: { reason: reason ?? 'INVALID_FORMAT', recommendation: 'Review the template guidelines and submit a corrected template.' } } : {}),
+      ...(event === 'REJECTED'
+        ? { rejection_info: { reason: reason ?? 'INVALID_FORMAT', recommendation: 'Review the template guidelines and submit a corrected template.' } }
+        : {}),
     };
     return accountField(template.wabaId, 'message_template_status_update', value);
   }

@@ -200,7 +200,11 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
     if (state.behaviour.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, state.behaviour.latencyMs));
     const failure = state.takeFailNext();
     if (failure !== undefined) {
-      throw new GraphError(failure.code, failure.details ?? 'Injected by the sandbox control API (fail_next).', failure.httpStatus === undefined ? {} : { status: failure.httpStatus });
+      throw new GraphError(
+        failure.code,
+        failure.details ?? 'Injected by the sandbox control API (fail_next).',
+        failure.httpStatus === undefined ? {} : { status: failure.httpStatus },
+      );
     }
   });
 
@@ -220,9 +224,14 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const error = new GraphError(100, `No endpoint ${request.method} ${request.url.split('?')[0] ?? ''} in the sandbox.`, { message: 'Unknown path components' });
+    const error = new GraphError(100, `No endpoint ${request.method} ${request.url.split('?')[0] ?? ''} in the sandbox.`, {
+      message: 'Unknown path components',
+    });
     const traceId = reply.getHeader('x-fb-trace-id');
-    return reply.status(400).type('application/json').send(graphErrorBody(error, typeof traceId === 'string' ? traceId : undefined));
+    return reply
+      .status(400)
+      .type('application/json')
+      .send(graphErrorBody(error, typeof traceId === 'string' ? traceId : undefined));
   });
 
   function authenticate(request: FastifyRequest): { token: string; grant: SandboxToken } {
@@ -233,7 +242,11 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
       });
     }
     const grant = state.findToken(token);
-    if (grant === undefined) throw new GraphError(190, 'The access token is not one this sandbox issued.', { subcode: 467, message: 'Invalid OAuth access token - Cannot parse access token' });
+    if (grant === undefined)
+      throw new GraphError(190, 'The access token is not one this sandbox issued.', {
+        subcode: 467,
+        message: 'Invalid OAuth access token - Cannot parse access token',
+      });
     if (grant.revoked) {
       throw new GraphError(190, 'The token was revoked (sandbox control API); exchange a new code to re-authorise.', {
         subcode: 458,
@@ -266,7 +279,10 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
           if (throttle !== undefined) {
             void reply.header('x-business-use-case-usage', limits.usageHeader(grant.wabaId, usage, { throttle }));
             if (throttle.code === 4) {
-              void reply.header('x-app-usage', JSON.stringify({ call_count: 100, total_cputime: 100, total_time: 100, estimated_time_to_regain_access: throttle.regainMinutes }));
+              void reply.header(
+                'x-app-usage',
+                JSON.stringify({ call_count: 100, total_cputime: 100, total_time: 100, estimated_time_to_regain_access: throttle.regainMinutes }),
+              );
             }
             throw new GraphError(throttle.code, `Throttled by the sandbox control API (behaviour.throttle); try again in ${throttle.regainMinutes} minute(s).`);
           }

@@ -1,7 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { accountRoutes } from './account.routes.ts';
 import { GraphError, unknownObject } from './graph-errors.ts';
-import { bodyObject, graphTime, installGraphConventions, isObject, ownedNumber, pickFields, type GraphDeps, type GraphRouter, type Json } from './graph-http.ts';
+import {
+  bodyObject,
+  graphTime,
+  installGraphConventions,
+  isObject,
+  ownedNumber,
+  pickFields,
+  type GraphDeps,
+  type GraphRouter,
+  type Json,
+} from './graph-http.ts';
 import { throughputCeiling } from './limits.ts';
 import { mediaKindOf, MEDIA_KINDS, type MediaKind } from './media.ts';
 import { mediaNode, mediaRoutes } from './media.routes.ts';
@@ -52,9 +62,11 @@ function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
     for (const param of ['client_id', 'client_secret', 'code']) {
       if (typeof query[param] !== 'string' || query[param] === '') throw new GraphError(100, `The parameter ${param} is required.`);
     }
-    if (query.client_secret !== deps.appSecret) throw new GraphError(1, 'client_secret does not match the app secret.', { message: 'Error validating client secret.' });
+    if (query.client_secret !== deps.appSecret)
+      throw new GraphError(1, 'client_secret does not match the app secret.', { message: 'Error validating client secret.' });
     const exchanged = state.exchangeCode(String(query.code), String(query.client_id));
-    if (exchanged === undefined) throw new GraphError(100, 'This authorization code has been used.', { subcode: 36009, message: 'This authorization code has been used.' });
+    if (exchanged === undefined)
+      throw new GraphError(100, 'This authorization code has been used.', { subcode: 36009, message: 'This authorization code has been used.' });
     if (exchanged.created) templates.seed(exchanged.number.wabaId);
     const { number } = exchanged;
     return {
@@ -97,7 +109,10 @@ function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
     const { wabaId, query } = call;
     if (id === wabaId) {
       const waba = state.wabas.get(wabaId);
-      return pickFields({ id, name: waba?.name ?? 'Sandbox Business', timezone_id: '1', message_template_namespace: `sandbox_${id}`, currency: 'USD' }, query.fields);
+      return pickFields(
+        { id, name: waba?.name ?? 'Sandbox Business', timezone_id: '1', message_template_namespace: `sandbox_${id}`, currency: 'USD' },
+        query.fields,
+      );
     }
     const number = state.numbers.get(id);
     if (number !== undefined && number.wabaId === wabaId) return pickFields(numberNode(number), query.fields);

@@ -95,7 +95,11 @@ export async function setup(t: TestContext, options: Partial<Omit<SandboxProvide
   async function connect(code = 'any-code', options: { subscribe?: boolean } = {}) {
     const exchange = await call('GET', `${V}/oauth/access_token?client_id=app&client_secret=${APP_SECRET}&code=${encodeURIComponent(code)}`);
     assert.equal(exchange.status, 200, JSON.stringify(exchange.body));
-    const connection = { token: exchange.body.access_token as string, phoneNumberId: exchange.body.sandbox.phone_number_id as string, wabaId: exchange.body.sandbox.waba_id as string };
+    const connection = {
+      token: exchange.body.access_token as string,
+      phoneNumberId: exchange.body.sandbox.phone_number_id as string,
+      wabaId: exchange.body.sandbox.waba_id as string,
+    };
     if (options.subscribe ?? true) assert.equal((await call('POST', `${V}/${connection.wabaId}/subscribed_apps`, undefined, connection.token)).status, 200);
     return connection;
   }
@@ -106,7 +110,11 @@ export async function setup(t: TestContext, options: Partial<Omit<SandboxProvide
   const sendText = (token: string, phoneNumberId: string, to = USER) => send(token, phoneNumberId, { to, type: 'text', text: { body: 'hello' } });
 
   /** A multipart upload as the provider takes it: `file` with its own type, `type`, `messaging_product`. */
-  async function upload(token: string, phoneNumberId: string, file: { bytes: Buffer; mime: string; type?: string | null; filename?: string; product?: string | null }): Promise<Answer> {
+  async function upload(
+    token: string,
+    phoneNumberId: string,
+    file: { bytes: Buffer; mime: string; type?: string | null; filename?: string; product?: string | null },
+  ): Promise<Answer> {
     const form = new FormData();
     if (file.product !== null) form.set('messaging_product', file.product ?? 'whatsapp');
     if (file.type !== null) form.set('type', file.type ?? file.mime);
@@ -137,7 +145,9 @@ export function changesOf(received: Received[], field?: string): { field: string
     .filter((change) => field === undefined || change.field === field);
 }
 
-export function statusesOf(received: Received[]): { id: string; status: string; errors?: { code: number; error_data: { details: string } }[]; pricing?: any; conversation?: any }[] {
+export function statusesOf(
+  received: Received[],
+): { id: string; status: string; errors?: { code: number; error_data: { details: string } }[]; pricing?: any; conversation?: any }[] {
   return changesOf(received, 'messages').flatMap((change) => change.value.statuses ?? []);
 }
 

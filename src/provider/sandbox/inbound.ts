@@ -110,7 +110,8 @@ export function inboundMessage(input: Inbound, number: SandboxNumber, message: S
   if (type === 'system') {
     const system = input.system;
     if (system === undefined) throw invalid('A system message needs `system`.');
-    if (system.type === 'customer_changed_number' && system.new_wa_id === undefined) throw invalid('`system.new_wa_id` is required for customer_changed_number.');
+    if (system.type === 'customer_changed_number' && system.new_wa_id === undefined)
+      throw invalid('`system.new_wa_id` is required for customer_changed_number.');
     return {
       ...base,
       type,

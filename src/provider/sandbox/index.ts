@@ -48,9 +48,17 @@ export interface SandboxProviderOptions {
 export function createSandboxProvider(options: SandboxProviderOptions) {
   const { clock } = options;
   const state = createSandboxState(clock, { autoStatus: options.autoStatus ?? true, templateReview: options.templateReview ?? 'manual' });
-  const media = createMediaStore({ clock, newId: state.newNodeId, ...(options.mediaMaxTotalBytes === undefined ? {} : { maxTotalBytes: options.mediaMaxTotalBytes }) });
+  const media = createMediaStore({
+    clock,
+    newId: state.newNodeId,
+    ...(options.mediaMaxTotalBytes === undefined ? {} : { maxTotalBytes: options.mediaMaxTotalBytes }),
+  });
   const templates = createTemplateStore({ clock, newId: state.newNodeId });
-  const limits = createLimits({ clock, behaviour: state.behaviour, hasRegisteredNumber: (wabaId) => state.numbersOfWaba(wabaId).some((number) => number.pinEnabled) });
+  const limits = createLimits({
+    clock,
+    behaviour: state.behaviour,
+    hasRegisteredNumber: (wabaId) => state.numbersOfWaba(wabaId).some((number) => number.pinEnabled),
+  });
   const sender = createWebhookSender({ appSecret: options.appSecret, clock });
   const webhookUrl = (): string | undefined => (typeof options.webhookUrl === 'function' ? options.webhookUrl() : options.webhookUrl);
   const events = createSandboxEvents({ state, templates, sender, clock, webhookUrl, stepMs: options.statusStepMs ?? 0 });

@@ -16,7 +16,12 @@ function notFound(details: string): GraphError {
 }
 
 /** `GET /{media_id}`: the file's metadata and a download URL under the sandbox's own Graph prefix. */
-export function mediaNode(media: SandboxMedia, call: Pick<GraphCall, 'request'>, prefix: string, sign: (id: string) => { mid: string; ext: string; hash: string }): Json {
+export function mediaNode(
+  media: SandboxMedia,
+  call: Pick<GraphCall, 'request'>,
+  prefix: string,
+  sign: (id: string) => { mid: string; ext: string; hash: string },
+): Json {
   const query = new URLSearchParams(sign(media.id));
   return {
     messaging_product: 'whatsapp',
@@ -36,10 +41,12 @@ export function mediaRoutes(router: GraphRouter, deps: GraphDeps): void {
     'whatsapp',
     async ({ params, wabaId, request }) => {
       const number = ownedNumber(deps, wabaId, (params as { id: string }).id, 'post');
-      if (!(request.body instanceof MultipartBody)) throw new GraphError(100, 'Upload media as multipart/form-data with the fields file, type and messaging_product.');
+      if (!(request.body instanceof MultipartBody))
+        throw new GraphError(100, 'Upload media as multipart/form-data with the fields file, type and messaging_product.');
       const { fields, files } = request.body;
       if (fields.messaging_product === undefined) throw new GraphError(100, 'The parameter messaging_product is required.');
-      if (fields.messaging_product !== 'whatsapp') throw new GraphError(100, `Param messaging_product must be one of {WHATSAPP} - got "${fields.messaging_product}".`);
+      if (fields.messaging_product !== 'whatsapp')
+        throw new GraphError(100, `Param messaging_product must be one of {WHATSAPP} - got "${fields.messaging_product}".`);
       const file = files.get('file');
       if (file === undefined) throw new GraphError(100, 'The parameter file is required.');
       const type = fields.type;

@@ -150,7 +150,10 @@ describe('the sandbox provider: media in messages', () => {
     for (const answer of [good, unknown, mismatched]) assert.equal(answer.status, 200);
     await sandbox.idle();
     const statuses = statusesOf(receiver.received);
-    assert.deepEqual(statuses.filter((s) => s.id === good.body.messages[0].id).map((s) => s.status), ['sent', 'delivered', 'read']);
+    assert.deepEqual(
+      statuses.filter((s) => s.id === good.body.messages[0].id).map((s) => s.status),
+      ['sent', 'delivered', 'read'],
+    );
     for (const bad of [unknown, mismatched]) {
       const [failed, ...rest] = statuses.filter((s) => s.id === bad.body.messages[0].id);
       assert.equal(rest.length, 0);
@@ -163,7 +166,11 @@ describe('the sandbox provider: media in messages', () => {
     const { connect, inbound, receiver, call } = await setup(t);
     const { token, phoneNumberId } = await connect();
     const bytes = Buffer.from('%PDF-1.4 a real-looking document');
-    await inbound({ phone_number_id: phoneNumberId, type: 'document', document: { mime_type: 'application/pdf', content_base64: bytes.toString('base64'), filename: 'invoice.pdf', caption: 'the invoice' } });
+    await inbound({
+      phone_number_id: phoneNumberId,
+      type: 'document',
+      document: { mime_type: 'application/pdf', content_base64: bytes.toString('base64'), filename: 'invoice.pdf', caption: 'the invoice' },
+    });
     await inbound({ phone_number_id: phoneNumberId, type: 'audio', audio: { voice: true } });
     await inbound({ phone_number_id: phoneNumberId, type: 'sticker', sticker: {} });
     const [document, audio, sticker] = messagesOf(receiver.received);

@@ -116,7 +116,14 @@ export function createMediaStore(options: { clock: Clock; newId: () => string; m
     maxTotalBytes,
 
     /** Stores a file; the oldest files are dropped to stay under the cap, as expiry would drop them. */
-    put(fields: { wabaId: string; phoneNumberId: string; mimeType: string; bytes: Buffer; filename?: string | undefined; origin: SandboxMedia['origin'] }): SandboxMedia | undefined {
+    put(fields: {
+      wabaId: string;
+      phoneNumberId: string;
+      mimeType: string;
+      bytes: Buffer;
+      filename?: string | undefined;
+      origin: SandboxMedia['origin'];
+    }): SandboxMedia | undefined {
       if (fields.bytes.length > maxTotalBytes) return undefined;
       for (const id of media.keys()) {
         if (totalBytes + fields.bytes.length <= maxTotalBytes) break;

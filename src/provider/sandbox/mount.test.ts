@@ -90,7 +90,12 @@ describe('the sandbox mounted inside a host application', () => {
     const auth = { authorization: `Bearer ${token}` };
     assert.deepEqual((await call('POST', `/sandbox${V}/${wabaId}/subscribed_apps`, '{}', auth)).body, { success: true });
     await call('POST', '/sandbox/control/inbound', JSON.stringify({ phone_number_id: phoneNumberId, from: USER, type: 'text', text: 'hi' }));
-    const sent = await call('POST', `/sandbox${V}/${phoneNumberId}/messages`, JSON.stringify({ messaging_product: 'whatsapp', to: USER, text: { body: 'hello' } }), auth);
+    const sent = await call(
+      'POST',
+      `/sandbox${V}/${phoneNumberId}/messages`,
+      JSON.stringify({ messaging_product: 'whatsapp', to: USER, text: { body: 'hello' } }),
+      auth,
+    );
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
     assert.match(sent.body.messages[0].id, /^wamid\./);
     await sandbox.idle();

@@ -101,7 +101,12 @@ describe('the sandbox provider: sending', () => {
     assertGraphError(await send({ messaging_product: 'whatsapp', to: USER, type: 'reaction' }), 400, 131008);
     const image = await send({ messaging_product: 'whatsapp', to: USER, type: 'image', image: { link: 'https://x.test/a.png', caption: 'a' } });
     assert.equal(image.status, 200);
-    const reaction = await send({ messaging_product: 'whatsapp', to: USER, type: 'reaction', reaction: { message_id: image.body.messages[0].id, emoji: '👍' } });
+    const reaction = await send({
+      messaging_product: 'whatsapp',
+      to: USER,
+      type: 'reaction',
+      reaction: { message_id: image.body.messages[0].id, emoji: '👍' },
+    });
     assert.equal(reaction.status, 200);
   });
 
@@ -126,7 +131,10 @@ describe('the sandbox provider: webhooks', () => {
     await sandbox.idle();
 
     const statuses = statusesOf(receiver.received);
-    assert.deepEqual(statuses.map((status) => status.status), ['sent', 'delivered', 'read']);
+    assert.deepEqual(
+      statuses.map((status) => status.status),
+      ['sent', 'delivered', 'read'],
+    );
     assert.ok(statuses.every((status) => status.id === sent.body.messages[0].id));
     assert.ok(receiver.received.every((webhook) => webhook.signatureValid));
     const envelope = receiver.received[1]!.body;
@@ -146,7 +154,10 @@ describe('the sandbox provider: webhooks', () => {
     await inbound({ phone_number_id: phoneNumberId, type: 'text', text: 'olá 👋', name: 'Zoë' });
     const [webhook] = receiver.received;
     assert.ok(webhook!.signatureValid);
-    assert.ok(webhook!.raw.every((byte) => byte < 0x80), 'only ASCII bytes on the wire');
+    assert.ok(
+      webhook!.raw.every((byte) => byte < 0x80),
+      'only ASCII bytes on the wire',
+    );
     assert.match(webhook!.raw.toString(), /ol\\u00e1 \\ud83d\\udc4b/);
     assert.equal(webhook!.body.entry[0].changes[0].value.messages[0].text.body, 'olá 👋');
     assert.equal(escapeNonAscii(JSON.stringify('é')), '"\\u00e9"');
@@ -167,7 +178,10 @@ describe('the sandbox provider: webhooks', () => {
     }
     await call('POST', '/control/status', { message_id: messageId, status: 'failed', error: { code: 131026 } });
     const statuses = statusesOf(receiver.received);
-    assert.deepEqual(statuses.map((status) => status.status), ['read', 'sent', 'sent', 'delivered', 'failed']);
+    assert.deepEqual(
+      statuses.map((status) => status.status),
+      ['read', 'sent', 'sent', 'delivered', 'failed'],
+    );
     assert.equal(statuses[4]!.errors![0]!.code, 131026);
     assert.ok(receiver.received.every((webhook) => webhook.signatureValid));
     assert.equal((await call('POST', '/control/status', { message_id: 'wamid.nope', status: 'sent' })).status, 404);
@@ -181,7 +195,10 @@ describe('the sandbox provider: webhooks', () => {
     await inbound({ phone_number_id: phoneNumberId, type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } } });
     await inbound({ phone_number_id: phoneNumberId, type: 'reaction', reaction: { message_id: 'wamid.x', emoji: '❤️' } });
     const messages = receiver.received.map((webhook) => webhook.body.entry[0].changes[0].value.messages[0]);
-    assert.deepEqual(messages.map((message) => message.type), ['image', 'location', 'interactive', 'reaction']);
+    assert.deepEqual(
+      messages.map((message) => message.type),
+      ['image', 'location', 'interactive', 'reaction'],
+    );
     assert.match(messages[0].image.id, /^\d+$/);
     assert.equal(messages[0].image.mime_type, 'image/jpeg');
     assert.match(messages[0].image.sha256, /^[0-9a-f]{64}$/);

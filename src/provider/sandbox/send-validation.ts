@@ -6,19 +6,7 @@ import { GraphError } from './graph-errors.ts';
  * generic schema error could not reproduce.
  */
 
-export const MESSAGE_TYPES = [
-  'text',
-  'image',
-  'audio',
-  'video',
-  'document',
-  'sticker',
-  'location',
-  'contacts',
-  'interactive',
-  'template',
-  'reaction',
-] as const;
+export const MESSAGE_TYPES = ['text', 'image', 'audio', 'video', 'document', 'sticker', 'location', 'contacts', 'interactive', 'template', 'reaction'] as const;
 export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 const CAPTIONED: readonly string[] = ['image', 'video', 'document'];
@@ -112,7 +100,8 @@ function validateTypeObject(type: MessageType, object: unknown): void {
         object.components.forEach((component: unknown, index) => {
           if (!isObject(component)) throw invalid(`template.components[${index}]`, 'must be an object.');
           requireString(component, 'type', `template.components[${index}].`);
-          if (component.parameters !== undefined && !Array.isArray(component.parameters)) throw invalid(`template.components[${index}].parameters`, 'must be an array.');
+          if (component.parameters !== undefined && !Array.isArray(component.parameters))
+            throw invalid(`template.components[${index}].parameters`, 'must be an array.');
         });
       }
       return;
@@ -137,7 +126,8 @@ function validateTypeObject(type: MessageType, object: unknown): void {
 export function parseSendRequest(body: unknown): SendRequest {
   if (!isObject(body)) throw new GraphError(100, 'The request body must be a JSON object.');
   if (body.messaging_product === undefined) throw required('messaging_product');
-  if (body.messaging_product !== 'whatsapp') throw new GraphError(100, `Param messaging_product must be one of {WHATSAPP} - got ${JSON.stringify(body.messaging_product)}.`);
+  if (body.messaging_product !== 'whatsapp')
+    throw new GraphError(100, `Param messaging_product must be one of {WHATSAPP} - got ${JSON.stringify(body.messaging_product)}.`);
 
   if (body.status !== undefined) {
     if (body.status !== 'read') throw new GraphError(100, 'Param status must be one of {READ}.');

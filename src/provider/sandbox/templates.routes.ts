@@ -37,7 +37,10 @@ function page(all: SandboxTemplate[], query: Json, url: URL): Json {
     start = all.findIndex((template) => template.id === id) + 1;
   } else if (query.before !== undefined) {
     const id = decodeCursor(query.before, 'before');
-    const stop = Math.max(0, all.findIndex((template) => template.id === id));
+    const stop = Math.max(
+      0,
+      all.findIndex((template) => template.id === id),
+    );
     start = Math.max(0, stop - limit);
     limit = stop - start;
   }

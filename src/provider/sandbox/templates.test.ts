@@ -10,16 +10,19 @@ const ORDER_SHIPPED = {
     { type: 'HEADER', format: 'TEXT', text: 'Order {{1}}', example: { header_text: ['A-1'] } },
     { type: 'BODY', text: 'Hi {{1}}, your order {{2}} has shipped.', example: { body_text: [['Ada', 'A-1']] } },
     { type: 'FOOTER', text: 'Reply STOP to opt out' },
-    { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Thanks' }, { type: 'URL', text: 'Track', url: 'https://example.test/track/{{1}}' }] },
+    {
+      type: 'BUTTONS',
+      buttons: [
+        { type: 'QUICK_REPLY', text: 'Thanks' },
+        { type: 'URL', text: 'Track', url: 'https://example.test/track/{{1}}' },
+      ],
+    },
   ],
 };
 
 function shippedComponents(header: string[], body: string[]) {
   const text = (values: string[]) => values.map((value) => ({ type: 'text', text: value }));
-  return [
-    ...(header.length ? [{ type: 'header', parameters: text(header) }] : []),
-    ...(body.length ? [{ type: 'body', parameters: text(body) }] : []),
-  ];
+  return [...(header.length ? [{ type: 'header', parameters: text(header) }] : []), ...(body.length ? [{ type: 'body', parameters: text(body) }] : [])];
 }
 
 async function createApproved(h: Harness, connection: { token: string; wabaId: string }, definition: Record<string, unknown> = ORDER_SHIPPED): Promise<string> {
@@ -73,9 +76,24 @@ describe('the sandbox provider: managing templates', () => {
       { category: 'TRANSACTIONAL' },
       { components: [] },
       { components: [{ type: 'FOOTER', text: 'no body' }] },
-      { components: [{ type: 'BODY', text: 'a' }, { type: 'BODY', text: 'b' }] },
-      { components: [{ type: 'HEADER', format: 'GIF' }, { type: 'BODY', text: 'x' }] },
-      { components: [{ type: 'BODY', text: 'x' }, { type: 'BUTTONS', buttons: [] }] },
+      {
+        components: [
+          { type: 'BODY', text: 'a' },
+          { type: 'BODY', text: 'b' },
+        ],
+      },
+      {
+        components: [
+          { type: 'HEADER', format: 'GIF' },
+          { type: 'BODY', text: 'x' },
+        ],
+      },
+      {
+        components: [
+          { type: 'BODY', text: 'x' },
+          { type: 'BUTTONS', buttons: [] },
+        ],
+      },
       body('Hi {{1}}'),
       body('Hi {{1}} and {{3}}', { body_text: [['a', 'b']] }),
       body('Hi {{first_name}}', { body_text: [['a']] }),
@@ -84,7 +102,11 @@ describe('the sandbox provider: managing templates', () => {
     ];
     for (const changes of refusals) assertGraphError(await create(changes), 400, 100);
 
-    assert.equal((await create({ parameter_format: 'NAMED', ...body('Hi {{first_name}}', { body_text_named_params: [{ param_name: 'first_name', example: 'Ada' }] }) })).status, 200);
+    assert.equal(
+      (await create({ parameter_format: 'NAMED', ...body('Hi {{first_name}}', { body_text_named_params: [{ param_name: 'first_name', example: 'Ada' }] }) }))
+        .status,
+      200,
+    );
     const otherLanguage = await create({ name: 'hello_world', language: 'en_GB' });
     assert.equal(otherLanguage.status, 200, 'another language of an existing name is a new template');
     const again = await create({ name: 'hello_world', language: 'en_US' });
@@ -100,27 +122,45 @@ describe('the sandbox provider: managing templates', () => {
       assert.equal(created.status, 200);
     }
     const list = (query: string) => call('GET', `${V}/${wabaId}/message_templates?${query}`, undefined, token);
-    assert.deepEqual((await list('name=promo_3')).body.data.map((template: any) => template.name), ['promo_3']);
+    assert.deepEqual(
+      (await list('name=promo_3')).body.data.map((template: any) => template.name),
+      ['promo_3'],
+    );
     assert.equal((await list('status=PENDING')).body.data.length, 5);
-    assert.deepEqual((await list('status=approved')).body.data.map((template: any) => template.name), ['hello_world']);
+    assert.deepEqual(
+      (await list('status=approved')).body.data.map((template: any) => template.name),
+      ['hello_world'],
+    );
     assert.equal((await list('category=MARKETING')).body.data.length, 5);
     assert.equal((await list('language=pt_BR')).body.data.length, 0);
     assertGraphError(await list('status=SHINY'), 400, 100);
     assertGraphError(await list('limit=0'), 400, 100);
 
     const first = await list('limit=2');
-    assert.deepEqual(first.body.data.map((template: any) => template.name), ['promo_4', 'promo_3']);
+    assert.deepEqual(
+      first.body.data.map((template: any) => template.name),
+      ['promo_4', 'promo_3'],
+    );
     assert.equal(typeof first.body.paging.cursors.before, 'string');
     assert.equal(first.body.paging.previous, undefined);
     const next = new URL(first.body.paging.next);
     assert.equal(next.searchParams.get('after'), first.body.paging.cursors.after);
     const second = await call('GET', next.toString(), undefined, token);
-    assert.deepEqual(second.body.data.map((template: any) => template.name), ['promo_2', 'promo_1']);
+    assert.deepEqual(
+      second.body.data.map((template: any) => template.name),
+      ['promo_2', 'promo_1'],
+    );
     const third = await call('GET', second.body.paging.next, undefined, token);
-    assert.deepEqual(third.body.data.map((template: any) => template.name), ['promo_0', 'hello_world']);
+    assert.deepEqual(
+      third.body.data.map((template: any) => template.name),
+      ['promo_0', 'hello_world'],
+    );
     assert.equal(third.body.paging.next, undefined);
     const back = await list(`limit=2&before=${third.body.paging.cursors.before}`);
-    assert.deepEqual(back.body.data.map((template: any) => template.name), ['promo_2', 'promo_1']);
+    assert.deepEqual(
+      back.body.data.map((template: any) => template.name),
+      ['promo_2', 'promo_1'],
+    );
   });
 
   it('deleting by name removes every language; by hsm_id only that one; an unknown name is refused', async (t) => {
@@ -129,9 +169,12 @@ describe('the sandbox provider: managing templates', () => {
     const english = await call('POST', `${V}/${wabaId}/message_templates`, ORDER_SHIPPED, token);
     await call('POST', `${V}/${wabaId}/message_templates`, { ...ORDER_SHIPPED, language: 'es' }, token);
     await call('POST', `${V}/${wabaId}/message_templates`, { ...ORDER_SHIPPED, language: 'fr' }, token);
-    const names = async () => (await call('GET', `${V}/${wabaId}/message_templates?name=order_shipped`, undefined, token)).body.data.map((t: any) => t.language).sort();
+    const names = async () =>
+      (await call('GET', `${V}/${wabaId}/message_templates?name=order_shipped`, undefined, token)).body.data.map((t: any) => t.language).sort();
 
-    assert.deepEqual((await call('DELETE', `${V}/${wabaId}/message_templates?name=order_shipped&hsm_id=${english.body.id}`, undefined, token)).body, { success: true });
+    assert.deepEqual((await call('DELETE', `${V}/${wabaId}/message_templates?name=order_shipped&hsm_id=${english.body.id}`, undefined, token)).body, {
+      success: true,
+    });
     assert.deepEqual(await names(), ['es', 'fr']);
     assert.deepEqual((await call('DELETE', `${V}/${wabaId}/message_templates?name=order_shipped`, undefined, token)).body, { success: true });
     assert.deepEqual(await names(), []);
@@ -155,7 +198,13 @@ describe('the sandbox provider: template review and status webhooks', () => {
     const { connect, call, control, receiver } = await setup(t);
     const { token, wabaId } = await connect();
     const created = await call('POST', `${V}/${wabaId}/message_templates`, ORDER_SHIPPED, token);
-    const answer = await control('/template-status', { waba_id: wabaId, name: 'order_shipped', language: 'en_US', status: 'REJECTED', reason: 'INCORRECT_CATEGORY' });
+    const answer = await control('/template-status', {
+      waba_id: wabaId,
+      name: 'order_shipped',
+      language: 'en_US',
+      status: 'REJECTED',
+      reason: 'INCORRECT_CATEGORY',
+    });
     assert.equal(answer.status, 'REJECTED');
     assert.equal(answer.delivery.status, 200);
     assert.equal((await call('GET', `${V}/${created.body.id}`, undefined, token)).body.status, 'REJECTED');
@@ -182,7 +231,10 @@ describe('the sandbox provider: template review and status webhooks', () => {
     await h.control('/template-status', { template_id: id, status: 'REINSTATED' });
     await h.control('/template-status', { template_id: id, status: 'DISABLED' });
     const values = changesOf(h.receiver.received, 'message_template_status_update').map((change) => change.value);
-    assert.deepEqual(values.map((value) => value.event), ['APPROVED', 'FLAGGED', 'PAUSED', 'REINSTATED', 'DISABLED']);
+    assert.deepEqual(
+      values.map((value) => value.event),
+      ['APPROVED', 'FLAGGED', 'PAUSED', 'REINSTATED', 'DISABLED'],
+    );
     assert.equal(values[2].other_info.title, 'FIRST_PAUSE');
     assert.equal(values[3].other_info.title, 'UNPAUSE');
     assert.equal(typeof values[4].disable_info.disable_date, 'number');
@@ -228,7 +280,8 @@ describe('the sandbox provider: sending templates', () => {
   it('an unknown name or language, or a template not yet approved, is 132001 with HTTP 404', async (t) => {
     const { connect, send, call } = await setup(t);
     const { token, phoneNumberId, wabaId } = await connect();
-    const template = (name: string, code: string, components?: unknown[]) => send(token, phoneNumberId, { type: 'template', template: { name, language: { code }, ...(components ? { components } : {}) } });
+    const template = (name: string, code: string, components?: unknown[]) =>
+      send(token, phoneNumberId, { type: 'template', template: { name, language: { code }, ...(components ? { components } : {}) } });
     assertGraphError(await template('no_such_template', 'en_US'), 404, 132001);
     assertGraphError(await template('hello_world', 'pt_BR'), 404, 132001);
     await call('POST', `${V}/${wabaId}/message_templates`, ORDER_SHIPPED, token);
@@ -241,7 +294,11 @@ describe('the sandbox provider: sending templates', () => {
     const h = await setup(t);
     const connection = await h.connect();
     const id = await createApproved(h, connection);
-    const sendShipped = () => h.send(connection.token, connection.phoneNumberId, { type: 'template', template: { name: 'order_shipped', language: { code: 'en_US' }, components: shippedComponents(['A-1'], ['Ada', 'A-1']) } });
+    const sendShipped = () =>
+      h.send(connection.token, connection.phoneNumberId, {
+        type: 'template',
+        template: { name: 'order_shipped', language: { code: 'en_US' }, components: shippedComponents(['A-1'], ['Ada', 'A-1']) },
+      });
     assert.equal((await sendShipped()).status, 200);
     await h.control('/template-status', { template_id: id, status: 'PAUSED' });
     assertGraphError(await sendShipped(), 400, 132015);
@@ -253,13 +310,17 @@ describe('the sandbox provider: sending templates', () => {
     const h = await setup(t);
     const connection = await h.connect();
     await createApproved(h, connection);
-    const sendShipped = (components: unknown[]) => h.send(connection.token, connection.phoneNumberId, { type: 'template', template: { name: 'order_shipped', language: { code: 'en_US' }, components } });
+    const sendShipped = (components: unknown[]) =>
+      h.send(connection.token, connection.phoneNumberId, { type: 'template', template: { name: 'order_shipped', language: { code: 'en_US' }, components } });
     assert.equal((await sendShipped(shippedComponents(['A-1'], ['Ada', 'A-1']))).status, 200);
     assertGraphError(await sendShipped(shippedComponents(['A-1'], ['Ada'])), 400, 132000);
     assertGraphError(await sendShipped(shippedComponents([], ['Ada', 'A-1'])), 400, 132000);
     assertGraphError(await sendShipped(shippedComponents(['A-1', 'extra'], ['Ada', 'A-1'])), 400, 132000);
     assertGraphError(await sendShipped([]), 400, 132000);
-    const hello = await h.send(connection.token, connection.phoneNumberId, { type: 'template', template: { name: 'hello_world', language: { code: 'en_US' }, components: shippedComponents([], ['Ada']) } });
+    const hello = await h.send(connection.token, connection.phoneNumberId, {
+      type: 'template',
+      template: { name: 'hello_world', language: { code: 'en_US' }, components: shippedComponents([], ['Ada']) },
+    });
     assertGraphError(hello, 400, 132000);
   });
 
@@ -279,7 +340,14 @@ describe('the sandbox provider: sending templates', () => {
     const sendWelcome = (header: unknown, body: unknown) =>
       h.send(connection.token, connection.phoneNumberId, {
         type: 'template',
-        template: { name: 'welcome_named', language: { code: 'en' }, components: [{ type: 'header', parameters: [header] }, { type: 'body', parameters: [body] }] },
+        template: {
+          name: 'welcome_named',
+          language: { code: 'en' },
+          components: [
+            { type: 'header', parameters: [header] },
+            { type: 'body', parameters: [body] },
+          ],
+        },
       });
     const image = { type: 'image', image: { link: 'https://example.test/a.png' } };
     const sent = await sendWelcome(image, { type: 'text', parameter_name: 'first_name', text: 'Ada' });

@@ -9,24 +9,148 @@ import { GraphError } from './graph-errors.ts';
 export const TEMPLATE_CATEGORIES = ['MARKETING', 'UTILITY', 'AUTHENTICATION'] as const;
 export type TemplateCategory = (typeof TEMPLATE_CATEGORIES)[number];
 
-export const TEMPLATE_STATUSES = ['APPROVED', 'PENDING', 'REJECTED', 'PAUSED', 'DISABLED', 'IN_APPEAL', 'PENDING_DELETION', 'DELETED', 'ARCHIVED', 'LIMIT_EXCEEDED'] as const;
+export const TEMPLATE_STATUSES = [
+  'APPROVED',
+  'PENDING',
+  'REJECTED',
+  'PAUSED',
+  'DISABLED',
+  'IN_APPEAL',
+  'PENDING_DELETION',
+  'DELETED',
+  'ARCHIVED',
+  'LIMIT_EXCEEDED',
+] as const;
 export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number];
 
 /** Webhook events: every status plus the ones that only notify (§3.4). */
 export const TEMPLATE_EVENTS = [...TEMPLATE_STATUSES, 'FLAGGED', 'LOCKED', 'REINSTATED', 'UNARCHIVED'] as const;
 export type TemplateEvent = (typeof TEMPLATE_EVENTS)[number];
 
-export const TEMPLATE_REASONS = ['ABUSIVE_CONTENT', 'CATEGORY_NOT_AVAILABLE', 'INCORRECT_CATEGORY', 'INVALID_FORMAT', 'NONE', 'PROMOTIONAL', 'SCAM', 'TAG_CONTENT_MISMATCH'] as const;
+export const TEMPLATE_REASONS = [
+  'ABUSIVE_CONTENT',
+  'CATEGORY_NOT_AVAILABLE',
+  'INCORRECT_CATEGORY',
+  'INVALID_FORMAT',
+  'NONE',
+  'PROMOTIONAL',
+  'SCAM',
+  'TAG_CONTENT_MISMATCH',
+] as const;
 
 /** The languages the provider accepts for templates. */
 export const TEMPLATE_LANGUAGES: ReadonlySet<string> = new Set([
-  'af', 'sq', 'ar', 'ar_EG', 'ar_AE', 'ar_LB', 'ar_MA', 'ar_QA', 'az', 'be_BY', 'bn', 'bn_IN', 'bg', 'ca', 'zh_CN', 'zh_HK',
-  'zh_TW', 'hr', 'cs', 'da', 'prs_AF', 'nl', 'nl_BE', 'en', 'en_GB', 'en_US', 'en_AE', 'en_AU', 'en_CA', 'en_GH', 'en_IE',
-  'en_IN', 'en_JM', 'en_MY', 'en_NZ', 'en_QA', 'en_SG', 'en_UG', 'en_ZA', 'et', 'fil', 'fi', 'fr', 'fr_BE', 'fr_CA', 'fr_CH',
-  'fr_CI', 'fr_MA', 'ka', 'de', 'de_AT', 'de_CH', 'el', 'gu', 'ha', 'he', 'hi', 'hu', 'id', 'ga', 'it', 'ja', 'kn', 'kk',
-  'rw_RW', 'ko', 'ky_KG', 'lo', 'lv', 'lt', 'mk', 'ms', 'ml', 'mr', 'nb', 'ps_AF', 'fa', 'pl', 'pt_BR', 'pt_PT', 'pa',
-  'ro', 'ru', 'sr', 'si_LK', 'sk', 'sl', 'es', 'es_AR', 'es_CL', 'es_CO', 'es_CR', 'es_DO', 'es_EC', 'es_HN', 'es_MX',
-  'es_PA', 'es_PE', 'es_ES', 'es_UY', 'sw', 'sv', 'ta', 'te', 'th', 'tr', 'uk', 'ur', 'uz', 'vi', 'zu',
+  'af',
+  'sq',
+  'ar',
+  'ar_EG',
+  'ar_AE',
+  'ar_LB',
+  'ar_MA',
+  'ar_QA',
+  'az',
+  'be_BY',
+  'bn',
+  'bn_IN',
+  'bg',
+  'ca',
+  'zh_CN',
+  'zh_HK',
+  'zh_TW',
+  'hr',
+  'cs',
+  'da',
+  'prs_AF',
+  'nl',
+  'nl_BE',
+  'en',
+  'en_GB',
+  'en_US',
+  'en_AE',
+  'en_AU',
+  'en_CA',
+  'en_GH',
+  'en_IE',
+  'en_IN',
+  'en_JM',
+  'en_MY',
+  'en_NZ',
+  'en_QA',
+  'en_SG',
+  'en_UG',
+  'en_ZA',
+  'et',
+  'fil',
+  'fi',
+  'fr',
+  'fr_BE',
+  'fr_CA',
+  'fr_CH',
+  'fr_CI',
+  'fr_MA',
+  'ka',
+  'de',
+  'de_AT',
+  'de_CH',
+  'el',
+  'gu',
+  'ha',
+  'he',
+  'hi',
+  'hu',
+  'id',
+  'ga',
+  'it',
+  'ja',
+  'kn',
+  'kk',
+  'rw_RW',
+  'ko',
+  'ky_KG',
+  'lo',
+  'lv',
+  'lt',
+  'mk',
+  'ms',
+  'ml',
+  'mr',
+  'nb',
+  'ps_AF',
+  'fa',
+  'pl',
+  'pt_BR',
+  'pt_PT',
+  'pa',
+  'ro',
+  'ru',
+  'sr',
+  'si_LK',
+  'sk',
+  'sl',
+  'es',
+  'es_AR',
+  'es_CL',
+  'es_CO',
+  'es_CR',
+  'es_DO',
+  'es_EC',
+  'es_HN',
+  'es_MX',
+  'es_PA',
+  'es_PE',
+  'es_ES',
+  'es_UY',
+  'sw',
+  'sv',
+  'ta',
+  'te',
+  'th',
+  'tr',
+  'uk',
+  'ur',
+  'uz',
+  'vi',
+  'zu',
 ]);
 
 const NAME_PATTERN = /^[a-z0-9_]{1,512}$/;
@@ -74,7 +198,8 @@ function checkPlaceholders(text: string, format: ParameterFormat, where: string)
   const all = [...text.matchAll(ANY_PLACEHOLDER)].length;
   const found = placeholders(text, format);
   const total = [...text.matchAll(format === 'NAMED' ? NAMED : POSITIONAL)].length;
-  if (all !== total) throw invalid(`${where} has a variable that is not a valid ${format === 'NAMED' ? 'named ({{lower_case_name}})' : 'positional ({{1}})'} parameter.`);
+  if (all !== total)
+    throw invalid(`${where} has a variable that is not a valid ${format === 'NAMED' ? 'named ({{lower_case_name}})' : 'positional ({{1}})'} parameter.`);
   if (format === 'POSITIONAL') {
     const numbers = found.map(Number).sort((a, b) => a - b);
     if (numbers.some((value, index) => value !== index + 1)) throw invalid(`${where} variables must be numbered {{1}}, {{2}}, … without gaps.`);
@@ -112,12 +237,19 @@ function requireExamples(component: Json, where: string, variables: string[], fo
 }
 
 /** Validates a `POST /{waba}/message_templates` body the way the provider reviews a definition. */
-export function parseTemplateDefinition(body: unknown): { name: string; language: string; category: TemplateCategory; parameterFormat: ParameterFormat; components: Json[] } {
+export function parseTemplateDefinition(body: unknown): {
+  name: string;
+  language: string;
+  category: TemplateCategory;
+  parameterFormat: ParameterFormat;
+  components: Json[];
+} {
   if (!isObject(body)) throw invalid('The request body must be an object.');
   if (typeof body.name !== 'string') throw invalid('The parameter name is required.');
   if (!NAME_PATTERN.test(body.name)) throw invalid('Param name must contain only lowercase letters, numbers and underscores, at most 512 characters.');
   if (typeof body.language !== 'string') throw invalid('The parameter language is required.');
-  if (!TEMPLATE_LANGUAGES.has(body.language)) throw invalid(`Param language "${body.language}" is not a supported template language (for example en_US, pt_BR, es).`);
+  if (!TEMPLATE_LANGUAGES.has(body.language))
+    throw invalid(`Param language "${body.language}" is not a supported template language (for example en_US, pt_BR, es).`);
   if (typeof body.category !== 'string') throw invalid('The parameter category is required.');
   const category = body.category.toUpperCase();
   if (!(TEMPLATE_CATEGORIES as readonly string[]).includes(category)) throw invalid(`Param category must be one of {${TEMPLATE_CATEGORIES.join(', ')}}.`);
@@ -216,12 +348,17 @@ function givenParameters(components: unknown[] | undefined, type: 'header' | 'bo
  * The provider's checks on a template send (§6): the (name, language) pair must exist and be
  * APPROVED, and header and body must carry one parameter per variable.
  */
-export function checkTemplateSend(template: SandboxTemplate | undefined, request: { name: string; language: string; components: unknown[] | undefined }): SandboxTemplate {
+export function checkTemplateSend(
+  template: SandboxTemplate | undefined,
+  request: { name: string; language: string; components: unknown[] | undefined },
+): SandboxTemplate {
   if (template === undefined) {
     throw new GraphError(132001, `template name (${request.name}) does not exist in ${request.language}`);
   }
-  if (template.status === 'PAUSED') throw new GraphError(132015, `Template ${template.name} (${template.language}) is paused because of low quality; it cannot be sent until it is unpaused.`);
-  if (template.status === 'DISABLED') throw new GraphError(132016, `Template ${template.name} (${template.language}) has been disabled because of low quality and cannot be sent.`);
+  if (template.status === 'PAUSED')
+    throw new GraphError(132015, `Template ${template.name} (${template.language}) is paused because of low quality; it cannot be sent until it is unpaused.`);
+  if (template.status === 'DISABLED')
+    throw new GraphError(132016, `Template ${template.name} (${template.language}) has been disabled because of low quality and cannot be sent.`);
   if (template.status !== 'APPROVED') {
     throw new GraphError(132001, `template name (${template.name}) in ${template.language} is ${template.status}, not APPROVED`);
   }
@@ -233,7 +370,10 @@ export function checkTemplateSend(template: SandboxTemplate | undefined, request
       throw new GraphError(132000, `${type}: number of localizable_params (${given.length}) does not match the expected number of params (${expected.count})`);
     }
     if (expected.media !== undefined && given[0]?.type !== expected.media) {
-      throw new GraphError(132012, `header: format mismatch, expected ${expected.media.toUpperCase()}, received ${typeof given[0]?.type === 'string' ? given[0].type.toUpperCase() : 'NOTHING'}`);
+      throw new GraphError(
+        132012,
+        `header: format mismatch, expected ${expected.media.toUpperCase()}, received ${typeof given[0]?.type === 'string' ? given[0].type.toUpperCase() : 'NOTHING'}`,
+      );
     }
     if (template.parameterFormat === 'NAMED') {
       const names = given.map((parameter) => parameter.parameter_name);
@@ -273,7 +413,14 @@ export function createTemplateStore(options: { clock: Clock; newId: () => string
 
   return {
     seed(wabaId: string): SandboxTemplate {
-      return add(wabaId, { name: 'hello_world', language: 'en_US', category: 'UTILITY', status: 'APPROVED', parameterFormat: 'POSITIONAL', components: HELLO_WORLD_COMPONENTS });
+      return add(wabaId, {
+        name: 'hello_world',
+        language: 'en_US',
+        category: 'UTILITY',
+        status: 'APPROVED',
+        parameterFormat: 'POSITIONAL',
+        components: HELLO_WORLD_COMPONENTS,
+      });
     },
 
     /** Validates and stores a new definition as PENDING; a (name, language) pair exists at most once. */

@@ -217,7 +217,12 @@ export async function verifyCallback(callbackUrl: string, verifyToken: string, t
   url.searchParams.set('hub.verify_token', verifyToken);
   url.searchParams.set('hub.challenge', challenge);
   try {
-    const response = await request(url, { method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs, headers: { 'user-agent': 'facebookplatform/1.0' } });
+    const response = await request(url, {
+      method: 'GET',
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      headers: { 'user-agent': 'facebookplatform/1.0' },
+    });
     const text = await response.body.text();
     return response.statusCode === 200 && text === challenge;
   } catch {

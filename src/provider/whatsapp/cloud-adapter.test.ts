@@ -68,7 +68,6 @@ async function startServer(t: TestContext, handler: (req: IncomingMessage, res: 
 
 const someCredentials: ProviderCredentials = { accessToken: 'token', phoneNumberId: '123', wabaId: '456' };
 
-
 describe('the cloud adapter against the sandbox: happy path', () => {
   it('exchanging a code finds the token, the account and its one number the provider way', async (t) => {
     const { provider, sandbox } = await setup(t);
@@ -219,7 +218,10 @@ describe('the cloud adapter against the sandbox: provider errors', () => {
   it('a template the account does not have is rejected with 132001', async (t) => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
-    const error = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'no_such_template', language: 'en_US' }), ProviderError);
+    const error = await rejectionOf(
+      provider.sendMessage(credentials, { to: USER, type: 'template', name: 'no_such_template', language: 'en_US' }),
+      ProviderError,
+    );
     assert.equal(error.category, 'rejected');
     assert.equal(error.code, 132001);
   });
@@ -356,7 +358,13 @@ describe('the cloud adapter against the sandbox: templates', () => {
       { type: 'header' as const, format: 'text' as const, text: 'Order {{1}}', example: '#42' },
       { type: 'body' as const, text: 'Hi {{1}}, your order of {{2}} ships on {{3}}.', examples: ['Ada', '€12.34', 'March 3'] },
       { type: 'footer' as const, text: 'Reply STOP to opt out' },
-      { type: 'buttons' as const, buttons: [{ type: 'quick_reply' as const, text: 'Stop' }, { type: 'url' as const, text: 'Track', url: 'https://example.com/t/{{1}}', example: 'https://example.com/t/42' }] },
+      {
+        type: 'buttons' as const,
+        buttons: [
+          { type: 'quick_reply' as const, text: 'Stop' },
+          { type: 'url' as const, text: 'Track', url: 'https://example.com/t/{{1}}', example: 'https://example.com/t/42' },
+        ],
+      },
     ],
   };
 
@@ -367,7 +375,10 @@ describe('the cloud adapter against the sandbox: templates', () => {
     assert.equal(created.status, 'pending');
     assert.equal(created.category, 'utility');
     const templates = await provider.listTemplates(credentials);
-    assert.deepEqual(templates.map((template) => [template.name, template.status]).sort(), [['hello_world', 'approved'], ['order_update', 'pending']]);
+    assert.deepEqual(templates.map((template) => [template.name, template.status]).sort(), [
+      ['hello_world', 'approved'],
+      ['order_update', 'pending'],
+    ]);
     const listed = templates.find((template) => template.providerTemplateId === created.providerTemplateId);
     assert.deepEqual(listed?.components, orderUpdate.components);
     assert.equal(listed?.parameterFormat, 'positional');
@@ -377,7 +388,12 @@ describe('the cloud adapter against the sandbox: templates', () => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
     for (let index = 0; index < 105; index += 1) {
-      await provider.createTemplate(credentials, { name: `bulk_${index}`, language: 'en_US', category: 'marketing', components: [{ type: 'body', text: `Offer ${index}` }] });
+      await provider.createTemplate(credentials, {
+        name: `bulk_${index}`,
+        language: 'en_US',
+        category: 'marketing',
+        components: [{ type: 'body', text: `Offer ${index}` }],
+      });
     }
     const templates = await provider.listTemplates(credentials);
     assert.equal(templates.length, 106);
@@ -439,9 +455,15 @@ describe('the cloud adapter against the sandbox: templates', () => {
     const { provider, connect } = await setup(t);
     const credentials = await connect();
     await provider.createTemplate(credentials, orderUpdate);
-    const pending = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'order_update', language: 'en_US' }), ProviderError);
+    const pending = await rejectionOf(
+      provider.sendMessage(credentials, { to: USER, type: 'template', name: 'order_update', language: 'en_US' }),
+      ProviderError,
+    );
     assert.equal(pending.code, 132001);
-    const count = await rejectionOf(provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US', bodyParameters: [{ type: 'text', text: 'x' }] }), ProviderError);
+    const count = await rejectionOf(
+      provider.sendMessage(credentials, { to: USER, type: 'template', name: 'hello_world', language: 'en_US', bodyParameters: [{ type: 'text', text: 'x' }] }),
+      ProviderError,
+    );
     assert.equal(count.code, 132000);
   });
 
@@ -465,7 +487,10 @@ describe('the cloud adapter against the sandbox: templates', () => {
     const credentials = await connect();
     const created = await provider.createTemplate(credentials, orderUpdate);
     await provider.deleteTemplate(credentials, { name: 'order_update', providerTemplateId: created.providerTemplateId });
-    assert.deepEqual((await provider.listTemplates(credentials)).map((template) => template.name), ['hello_world']);
+    assert.deepEqual(
+      (await provider.listTemplates(credentials)).map((template) => template.name),
+      ['hello_world'],
+    );
     const error = await rejectionOf(provider.deleteTemplate(credentials, { name: 'order_update' }), ProviderError);
     assert.equal(error.category, 'rejected');
   });
@@ -480,12 +505,26 @@ describe('the cloud adapter against the sandbox: rich messages', () => {
       to: USER,
       type: 'interactive',
       replyTo: inbound,
-      interactive: { kind: 'buttons', header: { type: 'text', text: 'Your order' }, body: 'Change or cancel?', footer: 'Reply within a day', buttons: [{ id: 'change', title: 'Change' }, { id: 'cancel', title: 'Cancel' }] },
+      interactive: {
+        kind: 'buttons',
+        header: { type: 'text', text: 'Your order' },
+        body: 'Change or cancel?',
+        footer: 'Reply within a day',
+        buttons: [
+          { id: 'change', title: 'Change' },
+          { id: 'cancel', title: 'Cancel' },
+        ],
+      },
     });
     const list = await provider.sendMessage(credentials, {
       to: USER,
       type: 'interactive',
-      interactive: { kind: 'list', body: 'Pick a shipping option', buttonLabel: 'Options', sections: [{ title: 'Speed', rows: [{ id: 'express', title: 'Express', description: 'Next day' }] }] },
+      interactive: {
+        kind: 'list',
+        body: 'Pick a shipping option',
+        buttonLabel: 'Options',
+        sections: [{ title: 'Speed', rows: [{ id: 'express', title: 'Express', description: 'Next day' }] }],
+      },
     });
     const card = await provider.sendMessage(credentials, {
       to: USER,
@@ -510,7 +549,11 @@ describe('the sandbox webhooks through the parser', () => {
     assert.equal(message.number.phoneNumberId, credentials.phoneNumberId);
 
     const sent = await provider.sendMessage(credentials, { to: USER, type: 'text', text: 'hello', callbackData: 'order-1' });
-    await control('/status', { message_id: sent.providerMessageId, status: 'failed', error: { code: 131026, details: 'Receiver is incapable of receiving this message' } });
+    await control('/status', {
+      message_id: sent.providerMessageId,
+      status: 'failed',
+      error: { code: 131026, details: 'Receiver is incapable of receiving this message' },
+    });
     const [status] = lastWebhook(sandbox);
     assert.ok(status?.kind === 'status');
     assert.equal(status.status, 'failed');
@@ -532,12 +575,23 @@ describe('the sandbox webhooks through the parser', () => {
       phase: 1,
       chunk_order: 2,
       progress: 100,
-      threads: [{ user: USER, messages: [{ direction: 'inbound', text: 'old question' }, { direction: 'outbound', text: 'old answer', status: 'READ' }] }],
+      threads: [
+        {
+          user: USER,
+          messages: [
+            { direction: 'inbound', text: 'old question' },
+            { direction: 'outbound', text: 'old answer', status: 'READ' },
+          ],
+        },
+      ],
     });
     const [history] = lastWebhook(sandbox);
     assert.ok(history?.kind === 'history');
     assert.equal(history.progress, 100);
-    assert.deepEqual(history.threads[0]?.messages.map((message) => message.direction), ['inbound', 'outbound']);
+    assert.deepEqual(
+      history.threads[0]?.messages.map((message) => message.direction),
+      ['inbound', 'outbound'],
+    );
 
     await control('/state-sync', { phone_number_id: credentials.phoneNumberId, contacts: [{ phone_number: USER, full_name: 'Ada' }] });
     const [sync] = lastWebhook(sandbox);
@@ -619,7 +673,9 @@ describe('the cloud adapter: transport faults', () => {
 
 describe('the cloud adapter: Retry-After from usage headers', () => {
   it('a WABA rate limit waits the minutes the business-use-case header estimates', async (t) => {
-    const usage = JSON.stringify({ '456': [{ type: 'whatsapp_business_management', call_count: 100, total_cputime: 10, total_time: 10, estimated_time_to_regain_access: 7 }] });
+    const usage = JSON.stringify({
+      '456': [{ type: 'whatsapp_business_management', call_count: 100, total_cputime: 10, total_time: 10, estimated_time_to_regain_access: 7 }],
+    });
     const base = await startServer(t, (_req, res) =>
       res
         .writeHead(400, { 'content-type': 'application/json', 'x-business-use-case-usage': usage })

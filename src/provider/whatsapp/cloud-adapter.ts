@@ -93,7 +93,13 @@ async function* checkedBody(body: BinaryAnswer['body'], maxBytes: number, sha256
 /** The provider's Graph API (cloud-api-facts.md §1, §2, §5–§7) behind the domain's provider port. */
 export function createCloudProvider(options: CloudProviderOptions): CloudProvider {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const graph = createGraphClient({ baseUrl: options.baseUrl, version: options.version, appSecret: options.appSecret, appSecretProof: options.appSecretProof ?? false, timeoutMs });
+  const graph = createGraphClient({
+    baseUrl: options.baseUrl,
+    version: options.version,
+    appSecret: options.appSecret,
+    appSecretProof: options.appSecretProof ?? false,
+    timeoutMs,
+  });
   const { call } = graph;
 
   async function readReceipt(credentials: ProviderCredentials, providerMessageId: string, typing: boolean): Promise<void> {
@@ -114,7 +120,7 @@ export function createCloudProvider(options: CloudProviderOptions): CloudProvide
     const debug = await call('GET', 'debug_token', { token: accessToken, query: { input_token: accessToken } });
     const scopes = asObject(debug.body.data)?.granular_scopes;
     const management = Array.isArray(scopes)
-      ? scopes.map(asObject).find((scope) => scope?.scope === 'whatsapp_business_management') ?? asObject(scopes[0])
+      ? (scopes.map(asObject).find((scope) => scope?.scope === 'whatsapp_business_management') ?? asObject(scopes[0]))
       : undefined;
     const wabaId = asString(asArray(management?.target_ids)[0]);
     if (wabaId === undefined) return { wabaId: undefined, phoneNumberId: undefined, phoneNumberIds: [] };

@@ -78,7 +78,6 @@ async function fakeGraph(t: TestContext, answer: (seen: Seen, base: string) => A
 const credentials: ProviderCredentials = { accessToken: 'token-1', phoneNumberId: '1065', wabaId: '1022' };
 const SENT = { messaging_product: 'whatsapp', contacts: [{ input: '+16505551234', wa_id: '16505551234' }], messages: [{ id: 'wamid.OUT' }] };
 
-
 async function readAll(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.from(chunk));
@@ -190,10 +189,7 @@ describe('the cloud adapter on the wire: message contents', () => {
       body: { text: 'Pick a shipping option' },
       action: {
         button: 'Options',
-        sections: [
-          { title: 'Fast', rows: [{ id: 'express', title: 'Express', description: 'Next day' }] },
-          { rows: [{ id: 'slow', title: 'Standard' }] },
-        ],
+        sections: [{ title: 'Fast', rows: [{ id: 'express', title: 'Express', description: 'Next day' }] }, { rows: [{ id: 'slow', title: 'Standard' }] }],
       },
     });
   });
@@ -239,7 +235,11 @@ describe('the cloud adapter on the wire: media', () => {
     assert.equal(request.method, 'POST');
     assert.equal(request.path, '/v24.0/1065/media');
     assert.equal(request.headers.authorization, 'Bearer token-1');
-    const form = await new Request('http://x/', { method: 'POST', headers: { 'content-type': String(request.headers['content-type']) }, body: request.body }).formData();
+    const form = await new Request('http://x/', {
+      method: 'POST',
+      headers: { 'content-type': String(request.headers['content-type']) },
+      body: request.body,
+    }).formData();
     assert.equal(form.get('messaging_product'), 'whatsapp');
     assert.equal(form.get('type'), 'application/pdf');
     const file = form.get('file') as File;
@@ -304,7 +304,9 @@ describe('the cloud adapter on the wire: media', () => {
   });
 
   it('the provider file_size alone is enough to refuse media over the limit without fetching it', async (t) => {
-    const { provider, seen } = await fakeGraph(t, (_request, base) => ({ json: { url: `${base}/cdn/1`, mime_type: 'video/mp4', file_size: '16000000', id: '1' } }));
+    const { provider, seen } = await fakeGraph(t, (_request, base) => ({
+      json: { url: `${base}/cdn/1`, mime_type: 'video/mp4', file_size: '16000000', id: '1' },
+    }));
     const error = await rejectionOf(provider.downloadMedia(credentials, '1', { maxBytes: 5_000_000 }), ProviderError);
     assert.equal(error.category, 'rejected');
     assert.equal(seen.length, 1);
@@ -324,7 +326,9 @@ describe('the cloud adapter on the wire: media', () => {
 
   it('bytes that do not match the provider hash fail the stream at its end', async (t) => {
     const { provider } = await fakeGraph(t, (request, base) =>
-      request.path === '/cdn/1' ? { bytes: Buffer.from('tampered') } : { json: { url: `${base}/cdn/1`, mime_type: 'text/plain', sha256: createHash('sha256').update('original').digest('base64'), id: '1' } },
+      request.path === '/cdn/1'
+        ? { bytes: Buffer.from('tampered') }
+        : { json: { url: `${base}/cdn/1`, mime_type: 'text/plain', sha256: createHash('sha256').update('original').digest('base64'), id: '1' } },
     );
     const media = await provider.downloadMedia(credentials, '1');
     const error = await rejectionOf(readAll(media.stream), ProviderError);
@@ -357,7 +361,10 @@ describe('the cloud adapter on the wire: templates', () => {
       category: 'UTILITY',
       components: [{ type: 'BODY', text: 'Hi {{1}}', example: { body_text: [['Ada']] } }],
     })),
-    paging: { cursors: { before: 'b', after: after ?? 'last' }, ...(after === undefined ? {} : { next: `${base}/v24.0/1022/message_templates?after=${after}` }) },
+    paging: {
+      cursors: { before: 'b', after: after ?? 'last' },
+      ...(after === undefined ? {} : { next: `${base}/v24.0/1022/message_templates?after=${after}` }),
+    },
   });
 
   it('listing walks every page by its cursor until the provider gives no next', async (t) => {
@@ -368,8 +375,14 @@ describe('the cloud adapter on the wire: templates', () => {
       return { json: page(['4']) };
     });
     const templates = await provider.listTemplates(credentials);
-    assert.deepEqual(templates.map((template) => template.providerTemplateId), ['1', '2', '3', '4']);
-    assert.deepEqual(seen.map((request) => request.query.get('after')), [null, 'c1', 'c2']);
+    assert.deepEqual(
+      templates.map((template) => template.providerTemplateId),
+      ['1', '2', '3', '4'],
+    );
+    assert.deepEqual(
+      seen.map((request) => request.query.get('after')),
+      [null, 'c1', 'c2'],
+    );
     assert.equal(seen[0]?.query.get('limit'), '100');
     assert.deepEqual(templates[0], {
       providerTemplateId: '1',
@@ -406,11 +419,24 @@ describe('the cloud adapter on the wire: templates', () => {
               { type: 'HEADER', format: 'IMAGE', example: { header_handle: ['4::aW1hZ2U='] } },
               { type: 'BODY', text: 'Oi {{nome}}', example: { body_text_named_params: [{ param_name: 'nome', example: 'Ana' }] } },
               { type: 'FOOTER', text: 'Sair: responda PARE' },
-              { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'PARE' }, { type: 'URL', text: 'Ver', url: 'https://example.com/{{1}}', example: ['https://example.com/x'] }] },
+              {
+                type: 'BUTTONS',
+                buttons: [
+                  { type: 'QUICK_REPLY', text: 'PARE' },
+                  { type: 'URL', text: 'Ver', url: 'https://example.com/{{1}}', example: ['https://example.com/x'] },
+                ],
+              },
               { type: 'CAROUSEL', cards: [] },
             ],
           },
-          { id: '11', name: 'odd', language: 'en', status: 'SOMETHING_NEW', category: 'NEW_KIND', components: [{ type: 'BUTTONS', buttons: [{ type: 'MPM', text: 'x' }] }] },
+          {
+            id: '11',
+            name: 'odd',
+            language: 'en',
+            status: 'SOMETHING_NEW',
+            category: 'NEW_KIND',
+            components: [{ type: 'BUTTONS', buttons: [{ type: 'MPM', text: 'x' }] }],
+          },
           { name: 'no_id' },
           { id: '12', name: 'rejected_one', language: 'en', status: 'REJECTED', category: 'UTILITY', rejected_reason: 'INVALID_FORMAT', components: [] },
         ],
@@ -430,7 +456,13 @@ describe('the cloud adapter on the wire: templates', () => {
         { type: 'header', format: 'image', example: '4::aW1hZ2U=' },
         { type: 'body', text: 'Oi {{nome}}', examples: { nome: 'Ana' } },
         { type: 'footer', text: 'Sair: responda PARE' },
-        { type: 'buttons', buttons: [{ type: 'quick_reply', text: 'PARE' }, { type: 'url', text: 'Ver', url: 'https://example.com/{{1}}', example: 'https://example.com/x' }] },
+        {
+          type: 'buttons',
+          buttons: [
+            { type: 'quick_reply', text: 'PARE' },
+            { type: 'url', text: 'Ver', url: 'https://example.com/{{1}}', example: 'https://example.com/x' },
+          ],
+        },
         { type: 'other', providerType: 'carousel', definition: { type: 'CAROUSEL', cards: [] } },
       ],
     });
@@ -452,7 +484,14 @@ describe('the cloud adapter on the wire: templates', () => {
         { type: 'header', format: 'text', text: 'Our {{sale_name}} is on!', example: 'Summer Sale' },
         { type: 'body', text: 'Shop now, {{first_name}}', examples: { first_name: 'Ada' } },
         { type: 'footer', text: 'Reply STOP to opt out' },
-        { type: 'buttons', buttons: [{ type: 'quick_reply', text: 'Stop' }, { type: 'phone_number', text: 'Call', phoneNumber: '+15550783881' }, { type: 'copy_code', example: 'SAVE10' }] },
+        {
+          type: 'buttons',
+          buttons: [
+            { type: 'quick_reply', text: 'Stop' },
+            { type: 'phone_number', text: 'Call', phoneNumber: '+15550783881' },
+            { type: 'copy_code', example: 'SAVE10' },
+          ],
+        },
       ],
     });
     assert.deepEqual(created, { providerTemplateId: '594425479261596', status: 'pending', category: 'marketing' });
@@ -463,7 +502,12 @@ describe('the cloud adapter on the wire: templates', () => {
       category: 'UTILITY',
       parameter_format: 'NAMED',
       components: [
-        { type: 'HEADER', format: 'TEXT', text: 'Our {{sale_name}} is on!', example: { header_text_named_params: [{ param_name: 'sale_name', example: 'Summer Sale' }] } },
+        {
+          type: 'HEADER',
+          format: 'TEXT',
+          text: 'Our {{sale_name}} is on!',
+          example: { header_text_named_params: [{ param_name: 'sale_name', example: 'Summer Sale' }] },
+        },
         { type: 'BODY', text: 'Shop now, {{first_name}}', example: { body_text_named_params: [{ param_name: 'first_name', example: 'Ada' }] } },
         { type: 'FOOTER', text: 'Reply STOP to opt out' },
         {
@@ -503,23 +547,29 @@ describe('the cloud adapter on the wire: templates', () => {
     assert.equal(seen[0]?.method, 'DELETE');
     assert.equal(seen[0]?.path, '/v24.0/1022/message_templates');
     assert.deepEqual([...seen[0].query.entries()], [['name', 'promo']]);
-    assert.deepEqual([...seen[1]!.query.entries()], [['name', 'promo'], ['hsm_id', '10']]);
+    assert.deepEqual(
+      [...seen[1]!.query.entries()],
+      [
+        ['name', 'promo'],
+        ['hsm_id', '10'],
+      ],
+    );
   });
 });
 
 describe('the cloud adapter on the wire: numbers and coexistence', () => {
   it('unsubscribing deletes subscribed_apps; registering posts the PIN; a sync asks smb_app_data', async (t) => {
-    const { provider, seen } = await fakeGraph(t, (request) => (request.path.endsWith('smb_app_data') ? { json: { messaging_product: 'whatsapp', request_id: 'req-1' } } : { json: { success: true } }));
+    const { provider, seen } = await fakeGraph(t, (request) =>
+      request.path.endsWith('smb_app_data') ? { json: { messaging_product: 'whatsapp', request_id: 'req-1' } } : { json: { success: true } },
+    );
     await provider.unsubscribeApp(credentials);
     await provider.registerNumber(credentials, '123456');
     const history = await provider.requestHistorySync(credentials, 'history');
     await provider.requestHistorySync(credentials, 'contacts');
-    assert.deepEqual(seen.map((request) => `${request.method} ${request.path}`), [
-      'DELETE /v24.0/1022/subscribed_apps',
-      'POST /v24.0/1065/register',
-      'POST /v24.0/1065/smb_app_data',
-      'POST /v24.0/1065/smb_app_data',
-    ]);
+    assert.deepEqual(
+      seen.map((request) => `${request.method} ${request.path}`),
+      ['DELETE /v24.0/1022/subscribed_apps', 'POST /v24.0/1065/register', 'POST /v24.0/1065/smb_app_data', 'POST /v24.0/1065/smb_app_data'],
+    );
     assert.deepEqual(seen[1]?.json, { messaging_product: 'whatsapp', pin: '123456' });
     assert.deepEqual(seen[2]?.json, { messaging_product: 'whatsapp', sync_type: 'history' });
     assert.deepEqual(seen[3]?.json, { messaging_product: 'whatsapp', sync_type: 'smb_app_state_sync' });
@@ -534,7 +584,14 @@ describe('the cloud adapter on the wire: numbers and coexistence', () => {
 
   it('a coexistence number reads as isOnBizApp with its platform type', async (t) => {
     const { provider, seen } = await fakeGraph(t, () => ({
-      json: { id: '1065', display_phone_number: '+1 555-078-3881', verified_name: 'Shop', is_on_biz_app: true, platform_type: 'CLOUD_API', throughput: { level: 'STANDARD' } },
+      json: {
+        id: '1065',
+        display_phone_number: '+1 555-078-3881',
+        verified_name: 'Shop',
+        is_on_biz_app: true,
+        platform_type: 'CLOUD_API',
+        throughput: { level: 'STANDARD' },
+      },
     }));
     const info = await provider.getPhoneNumber(credentials);
     assert.equal(info.isOnBizApp, true);
@@ -545,9 +602,15 @@ describe('the cloud adapter on the wire: numbers and coexistence', () => {
   it('an exchange on an account with several numbers lists them all and picks none', async (t) => {
     const { provider } = await fakeGraph(t, (request) => {
       if (request.path.endsWith('oauth/access_token')) return { json: { access_token: 'business-token' } };
-      if (request.path.endsWith('debug_token')) return { json: { data: { granular_scopes: [{ scope: 'whatsapp_business_management', target_ids: ['1022'] }] } } };
+      if (request.path.endsWith('debug_token'))
+        return { json: { data: { granular_scopes: [{ scope: 'whatsapp_business_management', target_ids: ['1022'] }] } } };
       return { json: { data: [{ id: 'a' }, { id: 'b' }] } };
     });
-    assert.deepEqual(await provider.exchangeCode('code'), { accessToken: 'business-token', wabaId: '1022', phoneNumberId: undefined, phoneNumberIds: ['a', 'b'] });
+    assert.deepEqual(await provider.exchangeCode('code'), {
+      accessToken: 'business-token',
+      wabaId: '1022',
+      phoneNumberId: undefined,
+      phoneNumberIds: ['a', 'b'],
+    });
   });
 });

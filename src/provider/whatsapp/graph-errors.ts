@@ -102,12 +102,13 @@ function headerValue(headers: Record<string, string | string[] | undefined>, nam
  * then a standard Retry-After header (Graph is not known to send one, but a proxy might), then the
  * documented wait for the code. Undefined leaves the delay to the caller's exponential backoff.
  */
-export function retryAfterSeconds(code: number | undefined, category: ProviderErrorCategory, headers: Record<string, string | string[] | undefined>): number | undefined {
+export function retryAfterSeconds(
+  code: number | undefined,
+  category: ProviderErrorCategory,
+  headers: Record<string, string | string[] | undefined>,
+): number | undefined {
   if (category !== 'throttled' && category !== 'unavailable') return undefined;
-  const minutes = Math.max(
-    regainMinutes(headerValue(headers, 'x-business-use-case-usage')) ?? 0,
-    regainMinutes(headerValue(headers, 'x-app-usage')) ?? 0,
-  );
+  const minutes = Math.max(regainMinutes(headerValue(headers, 'x-business-use-case-usage')) ?? 0, regainMinutes(headerValue(headers, 'x-app-usage')) ?? 0);
   if (minutes > 0) return Math.ceil(minutes * 60);
   const retryAfter = headerValue(headers, 'retry-after');
   if (retryAfter !== undefined && /^\d+$/.test(retryAfter.trim())) return Math.max(1, Number(retryAfter.trim()));

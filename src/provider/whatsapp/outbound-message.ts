@@ -37,9 +37,15 @@ function headerParameter(parameter: TemplateHeaderParameter): Json {
     case 'image':
     case 'video':
     case 'document':
-      return { type: parameter.type, [parameter.type]: mediaObject(parameter.media, { filename: parameter.type === 'document' ? parameter.filename : undefined }) };
+      return {
+        type: parameter.type,
+        [parameter.type]: mediaObject(parameter.media, { filename: parameter.type === 'document' ? parameter.filename : undefined }),
+      };
     case 'location':
-      return { type: 'location', location: defined({ latitude: parameter.latitude, longitude: parameter.longitude, name: parameter.name, address: parameter.address }) };
+      return {
+        type: 'location',
+        location: defined({ latitude: parameter.latitude, longitude: parameter.longitude, name: parameter.name, address: parameter.address }),
+      };
   }
 }
 

@@ -69,7 +69,6 @@ function call(overrides: Partial<RelayRequest> = {}): RelayRequest {
   return { method: 'GET', target: target('v24.0/111'), accessToken: 'EAAtoken', headers: {}, maxBodyBytes: MAX_BODY_BYTES, ...overrides };
 }
 
-
 describe('reading a runtime path', () => {
   it('accepts a version and up to any depth of segments, keeping the raw and decoded forms', () => {
     const parsed = target('v24.0/111/messages?fields=id%2Cname&limit=5');
@@ -130,7 +129,13 @@ describe('reading a runtime path', () => {
 describe('relaying a request', () => {
   it("sends the caller's path, query and bytes with the connection's token instead of the caller's credential", async (t) => {
     const provider = await fakeProvider(t, (_seen, res) => {
-      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'facebook-api-version': 'v24.0', 'set-cookie': 'a=b', 'access-control-allow-origin': '*', 'x-fb-trace-id': 'T1' });
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=UTF-8',
+        'facebook-api-version': 'v24.0',
+        'set-cookie': 'a=b',
+        'access-control-allow-origin': '*',
+        'x-fb-trace-id': 'T1',
+      });
       res.end('{"messages":[{"id":"wamid.1"}]}');
     });
     const relay = relayFor(t, `${provider.url}/graph`);
@@ -139,7 +144,14 @@ describe('relaying a request', () => {
       call({
         method: 'POST',
         target: target('v24.0/111/messages?debug=all'),
-        headers: { 'content-type': 'application/json', 'content-length': String(body.length), authorization: 'Bearer csk_live_caller', cookie: 'c=d', 'x-forwarded-for': '1.2.3.4', accept: 'application/json' },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+          authorization: 'Bearer csk_live_caller',
+          cookie: 'c=d',
+          'x-forwarded-for': '1.2.3.4',
+          accept: 'application/json',
+        },
         body: Readable.from([body]),
       }),
     );
@@ -287,7 +299,8 @@ describe('relaying a request', () => {
 });
 
 describe('Retry-After on a relayed throttle', () => {
-  const throttle = (code: number) => Buffer.from(JSON.stringify({ error: { message: `(#${code}) Rate limit`, type: 'OAuthException', code, fbtrace_id: 'F' } }));
+  const throttle = (code: number) =>
+    Buffer.from(JSON.stringify({ error: { message: `(#${code}) Rate limit`, type: 'OAuthException', code, fbtrace_id: 'F' } }));
 
   it('is the provider’s own estimate from its usage headers when it sent one', () => {
     const usage = JSON.stringify({ '222': [{ type: 'whatsapp', call_count: 100, total_cputime: 10, total_time: 10, estimated_time_to_regain_access: 7 }] });

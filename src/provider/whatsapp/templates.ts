@@ -198,7 +198,11 @@ function writeComponent(component: TemplateComponent, named: boolean): Json {
               : { header_text: [component.example] };
         return { type: 'HEADER', format: 'TEXT', text: component.text, ...(example === undefined ? {} : { example }) };
       }
-      return { type: 'HEADER', format: component.format.toUpperCase(), ...(component.example === undefined ? {} : { example: { header_handle: [component.example] } }) };
+      return {
+        type: 'HEADER',
+        format: component.format.toUpperCase(),
+        ...(component.example === undefined ? {} : { example: { header_handle: [component.example] } }),
+      };
     }
     case 'body': {
       const { examples } = component;

@@ -48,10 +48,32 @@ describe('parsing provider webhooks: inbound messages', () => {
     assert.ok(updates.every((update) => update.kind === 'message'));
     const types = only(updates, 'message').map((update) => update.body.type);
     assert.deepEqual(types, [
-      'image', 'video', 'audio', 'document', 'sticker', 'location', 'contacts', 'interactive', 'interactive', 'interactive',
-      'button', 'reaction', 'reaction', 'order', 'system', 'request_welcome', 'text', 'text', 'text',
+      'image',
+      'video',
+      'audio',
+      'document',
+      'sticker',
+      'location',
+      'contacts',
+      'interactive',
+      'interactive',
+      'interactive',
+      'button',
+      'reaction',
+      'reaction',
+      'order',
+      'system',
+      'request_welcome',
+      'text',
+      'text',
+      'text',
     ]);
-    assert.deepEqual(messageById(updates, 'wamid.AUDIO').body.content, { mime_type: 'audio/ogg; codecs=opus', sha256: 'ElPGwnhmHM7NSRqd4nmjN3pnhUe9nKrAvyr1BB9d7VI=', id: '1318312386129430', voice: true });
+    assert.deepEqual(messageById(updates, 'wamid.AUDIO').body.content, {
+      mime_type: 'audio/ogg; codecs=opus',
+      sha256: 'ElPGwnhmHM7NSRqd4nmjN3pnhUe9nKrAvyr1BB9d7VI=',
+      id: '1318312386129430',
+      voice: true,
+    });
     assert.equal(messageById(updates, 'wamid.IMAGE').body.content.url, 'https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1003383421387256');
     assert.deepEqual(messageById(updates, 'wamid.LIST_REPLY').body.content, {
       type: 'list_reply',
@@ -97,7 +119,10 @@ describe('parsing provider webhooks: inbound messages', () => {
   it('a product enquiry keeps the whole provider context in extra, as the modelled context cannot hold it', () => {
     const update = messageById(parseProviderWebhook(fixture('messages-every-type')), 'wamid.PRODUCT_ENQUIRY');
     assert.deepEqual(update.body.context, { replyTo: 'wamid.CATALOG' });
-    assert.deepEqual((update.body.extra.context as Record<string, unknown>).referred_product, { catalog_id: '194836987003835', product_retailer_id: 'di9ozbzfi4' });
+    assert.deepEqual((update.body.extra.context as Record<string, unknown>).referred_product, {
+      catalog_id: '194836987003835',
+      product_retailer_id: 'di9ozbzfi4',
+    });
   });
 
   it('a click-to-chat referral stays in extra, as given', () => {
@@ -113,7 +138,10 @@ describe('parsing provider webhooks: inbound messages', () => {
       envelope('messages', {
         messaging_product: 'whatsapp',
         metadata: { display_phone_number: '15550783881', phone_number_id: '106540352242922' },
-        contacts: [{ profile: { name: 'Ada', username: 'ada.l' }, user_id: 'US.13491208655302741918' }, { profile: { name: 'Other' }, wa_id: '1' }],
+        contacts: [
+          { profile: { name: 'Ada', username: 'ada.l' }, user_id: 'US.13491208655302741918' },
+          { profile: { name: 'Other' }, wa_id: '1' },
+        ],
         messages: [{ from_user_id: 'US.13491208655302741918', id: 'wamid.BSUID', timestamp: '1749416383', type: 'text', text: { body: 'hi' } }],
       }),
     );
@@ -163,7 +191,10 @@ describe('parsing provider webhooks: statuses and errors', () => {
   it('statuses carry their time, recipient, pricing and callback data, in the order sent', () => {
     const updates = parseProviderWebhook(fixture('statuses'));
     const statuses = only(updates, 'status');
-    assert.deepEqual(statuses.map((status) => status.status), ['sent', 'delivered', 'read', 'played', 'failed']);
+    assert.deepEqual(
+      statuses.map((status) => status.status),
+      ['sent', 'delivered', 'read', 'played', 'failed'],
+    );
     assert.deepEqual(statuses[0], {
       kind: 'status',
       number: NUMBER,
@@ -192,7 +223,11 @@ describe('parsing provider webhooks: statuses and errors', () => {
 
   it('out-of-band errors of a number become one errors update', () => {
     assert.deepEqual(parseProviderWebhook(fixture('errors')), [
-      { kind: 'errors', number: NUMBER, errors: [{ code: 130429, title: 'Rate limit hit', message: '(#130429) Rate limit hit', details: 'Cloud API message throughput has been reached.' }] },
+      {
+        kind: 'errors',
+        number: NUMBER,
+        errors: [{ code: 130429, title: 'Rate limit hit', message: '(#130429) Rate limit hit', details: 'Cloud API message throughput has been reached.' }],
+      },
     ]);
   });
 });
@@ -222,11 +257,14 @@ describe('parsing provider webhooks: coexistence', () => {
     assert.deepEqual(first?.errors, []);
     const [thread, formatted] = first?.threads ?? [];
     assert.equal(thread?.userId, '16505551234');
-    assert.deepEqual(thread?.messages.map((message) => [message.providerMessageId, message.direction, message.status]), [
-      ['wamid.HISTORY_IN', 'inbound', 'READ'],
-      ['wamid.HISTORY_OUT', 'outbound', 'DELIVERED'],
-      ['wamid.HISTORY_MEDIA', 'inbound', 'READ'],
-    ]);
+    assert.deepEqual(
+      thread?.messages.map((message) => [message.providerMessageId, message.direction, message.status]),
+      [
+        ['wamid.HISTORY_IN', 'inbound', 'READ'],
+        ['wamid.HISTORY_OUT', 'outbound', 'DELIVERED'],
+        ['wamid.HISTORY_MEDIA', 'inbound', 'READ'],
+      ],
+    );
     // The business number written with punctuation is still the business.
     assert.equal(formatted?.messages[0]?.direction, 'outbound');
     assert.equal(last?.progress, 100);
@@ -359,14 +397,23 @@ describe('parsing provider webhooks: odd and broken payloads', () => {
 
   it('fields we do not process (calls, contact sync) and an empty messages value are unhandled/unprocessed_field, value kept', () => {
     const unprocessed = only(parseProviderWebhook(fixture('odd')), 'unhandled').filter((update) => update.reason === 'unprocessed_field');
-    assert.deepEqual(unprocessed.map((update) => update.field), ['messages', 'calls', 'smb_app_state_sync']);
+    assert.deepEqual(
+      unprocessed.map((update) => update.field),
+      ['messages', 'calls', 'smb_app_state_sync'],
+    );
     const sync = unprocessed[2]?.value as Record<string, unknown>;
     assert.ok(Array.isArray(sync.state_sync));
   });
 
   it("another product's webhook on the same callback is kept as unhandled, never read as WhatsApp", () => {
-    const updates = parseProviderWebhook({ object: 'page', entry: [{ id: '123', time: 1, changes: [{ field: 'messages', value: { messages: [{ id: 'm', timestamp: '1', type: 'text' }] } }] }] });
-    assert.deepEqual(updates.map((update) => [update.kind, update.kind === 'unhandled' ? update.reason : '']), [['unhandled', 'unprocessed_field']]);
+    const updates = parseProviderWebhook({
+      object: 'page',
+      entry: [{ id: '123', time: 1, changes: [{ field: 'messages', value: { messages: [{ id: 'm', timestamp: '1', type: 'text' }] } }] }],
+    });
+    assert.deepEqual(
+      updates.map((update) => [update.kind, update.kind === 'unhandled' ? update.reason : '']),
+      [['unhandled', 'unprocessed_field']],
+    );
   });
 
   it('batched entries and changes come out in the order the provider listed them', () => {
@@ -374,7 +421,10 @@ describe('parsing provider webhooks: odd and broken payloads', () => {
     const statuses = fixture('statuses') as { entry: { changes: unknown[] }[] };
     const batched = {
       object: 'whatsapp_business_account',
-      entry: [{ id: '102290129340398', changes: [...statuses.entry[0]!.changes, ...text.entry[0]!.changes] }, ...(fixture('echoes') as { entry: unknown[] }).entry],
+      entry: [
+        { id: '102290129340398', changes: [...statuses.entry[0]!.changes, ...text.entry[0]!.changes] },
+        ...(fixture('echoes') as { entry: unknown[] }).entry,
+      ],
     };
     assert.deepEqual(
       parseProviderWebhook(batched).map((update) => update.kind),

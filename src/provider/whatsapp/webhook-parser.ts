@@ -309,7 +309,10 @@ function templateStatus(context: ChangeContext, value: Json): void {
     status: EVENT_STATUSES.has(word) ? (word as TemplateStatus) : undefined,
     category: templateCategoryOf(value.message_template_category),
     reason: asString(value.reason),
-    extra: without(value, new Set(['event', 'message_template_id', 'message_template_name', 'message_template_language', 'message_template_category', 'reason'])),
+    extra: without(
+      value,
+      new Set(['event', 'message_template_id', 'message_template_name', 'message_template_language', 'message_template_category', 'reason']),
+    ),
   });
 }
 

@@ -9,7 +9,9 @@ function escapeNonAscii(json: string): string {
 }
 
 const SECRET = 'app-secret';
-const body = Buffer.from(escapeNonAscii(JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '1', changes: [{ field: 'messages', value: { text: 'Olá 👋' } }] }] })));
+const body = Buffer.from(
+  escapeNonAscii(JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '1', changes: [{ field: 'messages', value: { text: 'Olá 👋' } }] }] })),
+);
 const hex = createHmac('sha256', SECRET).update(body).digest('hex');
 
 describe('verifying the provider webhook signature', () => {
@@ -38,7 +40,17 @@ describe('verifying the provider webhook signature', () => {
   });
 
   it('a missing, empty, legacy sha1, truncated or non-hex header is refused without throwing', () => {
-    for (const header of [undefined, '', 'sha256=', `sha1=${hex.slice(0, 40)}`, `sha256=${hex.slice(0, 63)}`, `sha256=${hex}00`, `sha256=${'z'.repeat(64)}`, hex, `sha256 = ${hex}`]) {
+    for (const header of [
+      undefined,
+      '',
+      'sha256=',
+      `sha1=${hex.slice(0, 40)}`,
+      `sha256=${hex.slice(0, 63)}`,
+      `sha256=${hex}00`,
+      `sha256=${'z'.repeat(64)}`,
+      hex,
+      `sha256 = ${hex}`,
+    ]) {
       assert.equal(verifyProviderSignature(body, header, SECRET), false, String(header));
     }
   });
