@@ -7,7 +7,7 @@
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
 import type { SeedConversationsResult } from './app-commands.ts';
-import { measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
+import { measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
 
 const CONVERSATIONS = 50_000;
 const CONNECTIONS = 50;
@@ -78,16 +78,8 @@ await runBench('conversations', async () => {
     paths: [`${PATH}?expand=contact,last_message&limit=10`, `${PATH}?expand=contact,last_message&limit=100`],
   });
 
-  const row = (name: string, figures: LoadFigures) => [
-    name,
-    figures.reqPerSec.toFixed(0),
-    figures.p50Ms.toFixed(0),
-    figures.p99Ms.toFixed(0),
-    figures.meanMs.toFixed(2),
-    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
-  ];
   console.log('');
-  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [row('service', service), row('baseline (bare Fastify)', base)]);
+  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [loadRow('service', service), loadRow('baseline (bare Fastify)', base)]);
   console.log('');
   console.log(`SQL queries for one page with expand=contact,last_message (credential check included): limit=10: ${small}, limit=100: ${large}`);
   if (small !== large) throw new Error(`a page's queries grow with its size (${small} at limit 10, ${large} at limit 100)`);

@@ -3,7 +3,7 @@
  * its figures are the fixed cost every /v1 request pays (routing, hooks, credential lookup, rate
  * limit, one read, response serialization) against bare Fastify sending the very same bytes.
  */
-import { mib, measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
+import { mib, measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
 
 const CONNECTIONS = 50;
 const SECONDS = 10;
@@ -53,16 +53,8 @@ await runBench('identity', async () => {
   const real = await measure({ url: app.url + PATH, pid: app.pid, connectionHeaders, ...load });
   const rss = await app.rss();
 
-  const row = (name: string, figures: LoadFigures) => [
-    name,
-    figures.reqPerSec.toFixed(0),
-    figures.p50Ms.toFixed(0),
-    figures.p99Ms.toFixed(0),
-    figures.meanMs.toFixed(2),
-    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
-  ];
   console.log('');
-  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [row('service', real), row('baseline (bare Fastify)', base)]);
+  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [loadRow('service', real), loadRow('baseline (bare Fastify)', base)]);
   console.log('');
   printResult('identity', 'req_per_s', real.reqPerSec, base.reqPerSec);
   printResult('identity', 'p99_ms', real.p99Ms, base.p99Ms, 2);

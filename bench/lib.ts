@@ -583,6 +583,18 @@ export function printTable(header: string[], rows: string[][]): void {
 }
 
 /** The machine-readable line every bench ends with; ratio is value / baseline. */
+/** One row of a load table: the figures of the service or of its baseline, beside their name. */
+export function loadRow(name: string, figures: LoadFigures): string[] {
+  return [
+    name,
+    figures.reqPerSec.toFixed(0),
+    figures.p50Ms.toFixed(0),
+    figures.p99Ms.toFixed(0),
+    figures.meanMs.toFixed(2),
+    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
+  ];
+}
+
 export function printResult(bench: string, metric: string, value: number, baseline: number, decimals = 1): void {
   console.log(`RESULT ${bench} ${metric}=${value.toFixed(decimals)} baseline=${baseline.toFixed(decimals)} ratio=${ratio(value, baseline)}`);
 }

@@ -5,7 +5,7 @@
  * directly with a business token. Both run in the one service process (the sandbox is mounted at
  * /sandbox), so the ratio is the relay's overhead over the provider call it wraps.
  */
-import { mib, measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, type LoadFigures } from './lib.ts';
+import { mib, measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, loadRow } from './lib.ts';
 
 const CONNECTIONS = 50;
 const SECONDS = 10;
@@ -65,16 +65,8 @@ await runBench('runtime', async () => {
   const real = await measure({ url: app.url + runtimePath, connectionHeaders, ...load });
   const rss = await app.rss();
 
-  const row = (name: string, figures: LoadFigures) => [
-    name,
-    figures.reqPerSec.toFixed(0),
-    figures.p50Ms.toFixed(0),
-    figures.p99Ms.toFixed(0),
-    figures.meanMs.toFixed(2),
-    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
-  ];
   console.log('');
-  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [row('runtime (relayed)', real), row('sandbox (direct)', base)]);
+  printTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'], [loadRow('runtime (relayed)', real), loadRow('sandbox (direct)', base)]);
   console.log('');
   console.log(`server RSS after the run: ${mib(rss)} MiB (before the runtime run: ${mib(rssBefore)} MiB)`);
   printResult('runtime', 'p99_ms', real.p99Ms, base.p99Ms, 2);

@@ -12,7 +12,7 @@
  *
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
-import { measure, mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, type LoadFigures } from './lib.ts';
+import { measure, mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
 
 const CONNECTIONS = 50;
 const SECONDS = 10;
@@ -120,18 +120,10 @@ await runBench('send', async () => {
     warmupSeconds: 1,
   });
 
-  const row = (name: string, figures: LoadFigures) => [
-    name,
-    figures.reqPerSec.toFixed(0),
-    figures.p50Ms.toFixed(0),
-    figures.p99Ms.toFixed(0),
-    figures.meanMs.toFixed(2),
-    figures.cpuUsPerRequest?.toFixed(0) ?? 'n/a',
-  ];
   console.log('');
   printTable(
     ['target', 'req/s', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU µs/req'],
-    [row('service', real), row('service, worker stopped', apiOnly), row('baseline (bare Fastify)', base)],
+    [loadRow('service', real), loadRow('service, worker stopped', apiOnly), loadRow('baseline (bare Fastify)', base)],
   );
   console.log('');
   console.log(`after the load: every queued message sent within ${drainMs} ms; server RSS ${mib(rss)} MiB`);

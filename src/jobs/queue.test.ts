@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Type from 'typebox';
 import { HOUR, ManualClock, SECOND } from '../lib/clock.ts';
-import { connectAgain, createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { connectAgain, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { queueBed } from '../../test/queue-bed.ts';
 import { waitFor } from '../../test/wait.ts';
 import { JobError, defineJob, retrySchedule, type JobDefinition } from './job.ts';
 import { createQueue } from './queue.ts';
-import { createWorker, type Worker, type WorkerLog } from './worker.ts';
+import { createWorker, type WorkerLog } from './worker.ts';
 
 const silent = { error: () => undefined, warn: () => undefined };
 const Tick = defineJob({
@@ -24,28 +25,18 @@ const Newer = defineJob({
 });
 
 describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
-  let testStore: TestStore;
   let clock: ManualClock;
-  let workers: Worker[] = [];
-  const suite = suiteScope();
-  before(async () => {
-    testStore = await createTestStore(suite);
-  });
-  afterEach(async () => {
-    await Promise.all(workers.map((w) => w.stop(100)));
-    workers = [];
-    await testStore.store.db.deleteFrom('jobs').execute();
-  });
+  const bed = queueBed();
 
   const setup = (options: { leaseMs?: number; concurrency?: number; store?: TestStore; catalog?: readonly JobDefinition[]; log?: WorkerLog } = {}) => {
     clock ??= new ManualClock('2026-06-01T00:00:00Z');
-    const store = (options.store ?? testStore).store;
+    const store = (options.store ?? bed.testStore).store;
     const queue = createQueue({ clock });
     const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log: silent, pollMs: 10, catalog: [Tick], ...options });
-    workers.push(worker);
+    bed.track(worker);
     return { queue, worker, db: store.db };
   };
-  const statusOf = async (id: string) => await testStore.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const statusOf = async (id: string) => await bed.testStore.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   it('a job enqueued in a transaction that rolls back never exists', async () => {
     const { queue, worker, db } = setup();
@@ -197,7 +188,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   // PostgreSQL is the store for several processes; SQLite has one writer, so there the two workers
   // share the process's one connection, which is how two SQLite workers would ever run.
   it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'} never run one job twice`, async (t) => {
-    const other = usingPostgres ? connectAgain(t, testStore) : testStore;
+    const other = usingPostgres ? connectAgain(t, bed.testStore) : bed.testStore;
     const runs = new Map<number, number>();
     const a = setup({ concurrency: 8 });
     const b = setup({ concurrency: 8, store: other });
@@ -264,7 +255,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     });
 
     it(`two workers ${usingPostgres ? 'with their own connections' : 'on one connection'}: the one that knows a job runs it, the other never touches it`, async (t) => {
-      const other = usingPostgres ? connectAgain(t, testStore) : testStore;
+      const other = usingPostgres ? connectAgain(t, bed.testStore) : bed.testStore;
       try {
         const older = setup({ catalog: [Tick] });
         const newer = setup({ catalog: [Tick, Newer], store: other });
@@ -278,7 +269,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
 
         // The old worker alone first: it runs what it knows and leaves the rest as it was.
         assert.equal(await older.worker.drain(), 20);
-        const waiting = await testStore.store.db.selectFrom('jobs').selectAll().where('name', '=', Newer.name).execute();
+        const waiting = await bed.testStore.store.db.selectFrom('jobs').selectAll().where('name', '=', Newer.name).execute();
         assert.equal(waiting.length, 20);
         assert.ok(waiting.every((job) => job.status === 'queued' && job.attempts === 0));
 
@@ -292,14 +283,13 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
         );
         assert.equal(ranBy.newer.filter((run) => run.startsWith('newer')).length, 40);
         assert.equal(ranBy.older.length + ranBy.newer.length, 80, 'each job ran once');
-        const jobs = await testStore.store.db.selectFrom('jobs').select(['status', 'attempts']).execute();
+        const jobs = await bed.testStore.store.db.selectFrom('jobs').select(['status', 'attempts']).execute();
         assert.ok(
           jobs.every((job) => job.status === 'succeeded' && job.attempts === 1),
           'none failed, none counted twice',
         );
       } finally {
-        await Promise.all(workers.map((w) => w.stop(100)));
-        workers = [];
+        await bed.stopWorkers();
       }
     });
   });

@@ -1,44 +1,35 @@
 import assert from 'node:assert/strict';
-import { afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Type from 'typebox';
 import { DAY, HOUR, MINUTE, ManualClock, SECOND } from '../lib/clock.ts';
-import { connectAgain, createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { connectAgain, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { queueBed } from '../../test/queue-bed.ts';
 import { waitFor } from '../../test/wait.ts';
 import { NO_RETRY, defineJob, defineRecurringJob } from './job.ts';
 import { createQueue } from './queue.ts';
 import { createScheduler, slotKey, slotOf } from './scheduler.ts';
-import { createWorker, type Worker } from './worker.ts';
+import { createWorker } from './worker.ts';
 
 const silent = { error: () => undefined, warn: () => undefined };
 const Hourly = defineRecurringJob({ name: 'test.hourly', every: HOUR, retry: NO_RETRY, timeoutMs: 1000 });
 const Tick = defineJob({ name: 'test.tick', payload: Type.Object({ n: Type.Integer() }), retry: NO_RETRY, timeoutMs: 1000 });
 
 describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
-  let testStore: TestStore;
   let clock: ManualClock;
-  let workers: Worker[] = [];
-  const suite = suiteScope();
-  before(async () => {
-    testStore = await createTestStore(suite);
-  });
-  afterEach(async () => {
-    await Promise.all(workers.map((w) => w.stop(100)));
-    workers = [];
-    await testStore.store.db.deleteFrom('jobs').execute();
-  });
+  const bed = queueBed();
 
   /** A worker process: its own scheduler, running the hourly job and ticks, recording which slots it ran. */
   const setup = (options: { store?: TestStore; ran?: string[] } = {}) => {
     clock ??= new ManualClock('2026-06-01T10:20:00Z');
-    const store = (options.store ?? testStore).store;
+    const store = (options.store ?? bed.testStore).store;
     const ran = options.ran ?? [];
     const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log: silent, pollMs: 10, catalog: [Hourly, Tick] });
     worker.register(Hourly, async ({ slot }) => void ran.push(slot));
     worker.register(Tick, async () => undefined);
-    workers.push(worker);
+    bed.track(worker);
     return { worker, ran, db: store.db, queue: createQueue({ clock }) };
   };
-  const hourlyJobs = () => testStore.store.db.selectFrom('jobs').selectAll().where('name', '=', Hourly.name).orderBy('run_at').execute();
+  const hourlyJobs = () => bed.testStore.store.db.selectFrom('jobs').selectAll().where('name', '=', Hourly.name).orderBy('run_at').execute();
 
   it('a slot starts at a multiple of the period and has one key', () => {
     const slot = slotOf(Hourly, new Date('2026-06-01T10:59:59.999Z'));
@@ -93,12 +84,12 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   // share its one connection.
   it(`workers and schedulers ticking at once ${usingPostgres ? 'on separate connections ' : ''}create one job per slot, and the other work still runs`, async (t) => {
     clock = new ManualClock('2026-06-01T10:20:00Z');
-    const other = usingPostgres ? connectAgain(t, testStore) : testStore;
+    const other = usingPostgres ? connectAgain(t, bed.testStore) : bed.testStore;
     try {
       const ran: string[] = [];
       const a = setup({ ran });
       const b = setup({ ran, store: other });
-      const schedulers = Array.from({ length: 6 }, (_, i) => createScheduler({ db: (i % 2 === 0 ? testStore : other).store.db, clock, jobs: [Hourly] }));
+      const schedulers = Array.from({ length: 6 }, (_, i) => createScheduler({ db: (i % 2 === 0 ? bed.testStore : other).store.db, clock, jobs: [Hourly] }));
       for (let hour = 0; hour < 4; hour++) {
         await a.db.transaction().execute((trx) => a.queue.enqueue(trx, Tick, { n: hour }));
         const [ranByA, ranByB] = await Promise.all([a.worker.drain(), b.worker.drain(), ...schedulers.map((scheduler) => scheduler.tick())]);
@@ -108,8 +99,7 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.deepEqual(ran, ['2026-06-01T10:00:00.000Z', '2026-06-01T11:00:00.000Z', '2026-06-01T12:00:00.000Z', '2026-06-01T13:00:00.000Z']);
       assert.equal((await hourlyJobs()).length, 4);
     } finally {
-      await Promise.all(workers.map((w) => w.stop(100)));
-      workers = [];
+      await bed.stopWorkers();
     }
   });
 
@@ -127,6 +117,6 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('a period under a minute, or one the finished slot job would not outlive, is refused', () => {
     assert.throws(() => defineRecurringJob({ name: 'test.busy', every: SECOND, retry: NO_RETRY, timeoutMs: 1000 }), /at least a minute/);
     const weekly = defineRecurringJob({ name: 'test.weekly', every: 7 * DAY, retry: NO_RETRY, timeoutMs: 1000 });
-    assert.throws(() => createScheduler({ db: testStore.store.db, clock: new ManualClock(), jobs: [weekly] }), /test\.weekly recurs every/);
+    assert.throws(() => createScheduler({ db: bed.testStore.store.db, clock: new ManualClock(), jobs: [weekly] }), /test\.weekly recurs every/);
   });
 });
