@@ -12,7 +12,6 @@ import { registerIdempotency } from './http/idempotency.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { RATE_LIMIT_REDIS_OPTIONS, registerRateLimits } from './http/rate-limit.ts';
 import { createHttpServer, type HttpServer } from './http/server.ts';
-import { registerQueueMaintenance } from './jobs/maintenance.ts';
 import type { Worker } from './jobs/worker.ts';
 import type { Clock } from './lib/clock.ts';
 import type { SandboxProvider } from './provider/sandbox/index.ts';
@@ -63,8 +62,7 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   if (redis) server.addHook('onClose', async () => redis.disconnect());
   const core = buildCore({ config, store, clock, log: server.log, localUrl: () => listeningUrl(server, config), redis });
   const { modules, services } = buildAreas(core);
-  for (const module of modules) for (const job of module.jobs ?? []) core.worker.register(job.definition, job.handler);
-  registerQueueMaintenance(core.worker, { db: core.db, clock, log: server.log });
+  for (const job of [...core.jobs, ...modules.flatMap((module) => module.jobs ?? [])]) core.worker.register(job.definition, job.handler);
   // A catalogued job nobody handles would wait forever: refuse to start instead.
   core.worker.assertComplete();
   server.addHook('onClose', async () => {

@@ -4,8 +4,9 @@ import { ensureMasterKey, type Config } from '../config/config.ts';
 import type { Db, Store } from '../db/connect.ts';
 import { createEventEmitter, type EventEmitter } from '../events/emit.ts';
 import { createEventsStore } from '../events/events.store.ts';
+import { queueMaintenanceJobs } from '../jobs/maintenance.ts';
 import { createQueue, type Queue } from '../jobs/queue.ts';
-import { createWorker, type Worker } from '../jobs/worker.ts';
+import { createWorker, type JobRegistration, type Worker } from '../jobs/worker.ts';
 import type { Clock } from '../lib/clock.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import { buildProvider, type ProviderWiring } from './provider.ts';
@@ -22,6 +23,8 @@ export interface Core {
   worker: Worker;
   events: EventEmitter;
   provider: ProviderWiring;
+  /** The queue's own jobs (its housekeeping), registered with the modules' ones. */
+  jobs: readonly JobRegistration[];
 }
 
 export function buildCore(options: {
@@ -46,5 +49,6 @@ export function buildCore(options: {
     queue: createQueue({ clock, onEnqueue: () => worker.wake() }),
     events: createEventEmitter({ store: createEventsStore(), clock }),
     provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis),
+    jobs: queueMaintenanceJobs({ db: store.db, clock, log }),
   };
 }

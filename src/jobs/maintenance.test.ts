@@ -6,7 +6,7 @@ import { DAY, HOUR, MINUTE, ManualClock } from '../lib/clock.ts';
 import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { jobPurge } from './catalog.ts';
 import { NO_RETRY, defineJob } from './job.ts';
-import { createQueueMaintenance, registerQueueMaintenance } from './maintenance.ts';
+import { createQueueMaintenance, queueMaintenanceJobs } from './maintenance.ts';
 import { purgeInBatches } from './purge.ts';
 import { createWorker, type WorkerLog } from './worker.ts';
 
@@ -110,7 +110,8 @@ describe(`the queue's housekeeping (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`
     const worker = createWorker({ db: testStore.store.db, dialect: testStore.store.dialect, clock, log: silent, catalog: [Tick, jobPurge] });
     const ticks: number[] = [];
     worker.register(Tick, async ({ n }) => void ticks.push(n));
-    registerQueueMaintenance(worker, { db: testStore.store.db, clock, log: silent, catalog: [Tick, jobPurge] });
+    for (const job of queueMaintenanceJobs({ db: testStore.store.db, clock, log: silent, catalog: [Tick, jobPurge] }))
+      worker.register(job.definition, job.handler);
     worker.assertComplete();
     await insertJob('succeeded_8d', { status: 'succeeded', run_at: ago(8 * DAY) });
     await insertJob('due_tick', { status: 'queued', run_at: ago(MINUTE), attempts: 0, payload: JSON.stringify({ n: 42 }) });

@@ -5,7 +5,7 @@ import { JOBS, jobPurge } from './catalog.ts';
 import type { JobDefinition } from './job.ts';
 import { PURGE_BUDGET_MS, purgeInBatches, type PurgeOptions, type PurgeResult } from './purge.ts';
 import { FINISHED_JOB_RETENTION } from './queue.ts';
-import type { Worker, WorkerLog } from './worker.ts';
+import { handleJob, type JobRegistration, type WorkerLog } from './worker.ts';
 
 /**
  * A queued job of a name this version does not know, overdue by this much, is stranded: a rolling
@@ -88,10 +88,13 @@ export function createQueueMaintenance(deps: { db: Db; clock: Clock; log: Pick<W
 
 export type QueueMaintenance = ReturnType<typeof createQueueMaintenance>;
 
-export function registerQueueMaintenance(worker: Worker, deps: Parameters<typeof createQueueMaintenance>[0]): void {
+/** The queue's own jobs, registered beside the modules' ones. */
+export function queueMaintenanceJobs(deps: Parameters<typeof createQueueMaintenance>[0]): JobRegistration[] {
   const maintenance = createQueueMaintenance(deps);
-  worker.register(jobPurge, async (_payload, context) => {
-    await maintenance.purgeFinished({ signal: context.signal });
-    await maintenance.reportStranded();
-  });
+  return [
+    handleJob(jobPurge, async (_payload, context) => {
+      await maintenance.purgeFinished({ signal: context.signal });
+      await maintenance.reportStranded();
+    }),
+  ];
 }

@@ -19,6 +19,17 @@ export interface JobContext {
 
 export type JobHandler<D extends JobDefinition> = (payload: JobPayload<D>, context: JobContext) => Promise<void>;
 
+/** A catalogued job and the handler that runs it: what a module (or the queue itself) hands the worker. */
+export interface JobRegistration {
+  readonly definition: JobDefinition;
+  readonly handler: JobHandler<JobDefinition>;
+}
+
+/** Pairs a catalogued job with its handler, keeping the payload typed on both sides. */
+export function handleJob<D extends JobDefinition>(definition: D, handler: JobHandler<D>): JobRegistration {
+  return { definition, handler };
+}
+
 export interface WorkerLog {
   error(object: object, message: string): void;
   warn(object: object, message: string): void;

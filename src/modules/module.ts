@@ -5,18 +5,9 @@
  * files in src/composition/ build the modules in dependency order and the root registers them.
  */
 import type { HttpServer } from '../http/server.ts';
-import type { JobDefinition } from '../jobs/job.ts';
-import type { JobHandler } from '../jobs/worker.ts';
+import type { JobRegistration } from '../jobs/worker.ts';
 
-export interface JobRegistration {
-  readonly definition: JobDefinition;
-  readonly handler: JobHandler<JobDefinition>;
-}
-
-/** Pairs a catalogued job with the handler that runs it, keeping the payload typed on both sides. */
-export function handleJob<D extends JobDefinition>(definition: D, handler: JobHandler<D>): JobRegistration {
-  return { definition, handler };
-}
+export { handleJob, type JobRegistration } from '../jobs/worker.ts';
 
 export interface Module<S = undefined> {
   /** The folder's name, for errors at start-up. */
