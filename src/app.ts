@@ -8,10 +8,10 @@ import { buildPlatform } from './composition/platform.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
 import { registerAccessControl, type AccessRow } from './http/access.ts';
-import { registerIdempotency } from './http/idempotency.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { RATE_LIMIT_REDIS_OPTIONS, registerRateLimits } from './http/rate-limit.ts';
 import { createHttpServer, type HttpServer } from './http/server.ts';
+import { registerWriteRequests } from './http/write-requests.ts';
 import type { Worker } from './jobs/worker.ts';
 import type { Clock } from './lib/clock.ts';
 import type { SandboxProvider } from './provider/sandbox/index.ts';
@@ -77,7 +77,7 @@ export async function createApp(options: { config: Config; store: Store; clock: 
     unauthenticatedPerMinute: config.rateLimitUnauthenticatedPerMinute,
     credentialMultiplier: config.rateLimitCredentialMultiplier,
   });
-  registerIdempotency(server, services.idempotencyKeys);
+  registerWriteRequests(server, { gate: services.idempotencyKeys, openTransaction: store.openRequestTransaction, publicBaseUrl: config.publicBaseUrl });
   await registerOpenApi(server, { publicBaseUrl: config.publicBaseUrl, version: API_VERSION });
   for (const module of modules) module.routes?.(server);
   if (core.provider.sandbox) await server.register(core.provider.sandbox.plugin, { prefix: '/sandbox' });

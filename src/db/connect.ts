@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Dialect as KyselyDialect, type LogEvent, type Transaction } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { NodeSqliteDatabase } from './sqlite.ts';
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
+import { JoiningDialect, type RequestTransaction } from './request-transaction.ts';
 import type { Database } from './schema.ts';
 
 /** The root handle, or a transaction: what a store function runs its query on. */
@@ -21,6 +22,8 @@ export type Trx = Transaction<Database>;
 export interface Store {
   db: Db;
   dialect: Dialect;
+  /** Opens the transaction a write request's queries join (`request-transaction.ts`). */
+  openRequestTransaction(): Promise<RequestTransaction>;
   close(): Promise<void>;
 }
 
@@ -62,13 +65,17 @@ export function openStore(options: StoreOptions): Store {
     });
     // An idle client's error (the server restarting) must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLogger(options) });
-    return { db, dialect: postgresDialect, close: () => db.destroy() };
+    return storeOn(new PostgresDialect({ pool }), postgresDialect, options);
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new NodeSqliteDatabase(file) }), log: queryLogger(options) });
-  return { db, dialect: sqliteDialect, close: () => db.destroy() };
+  return storeOn(new SqliteDialect({ database: new NodeSqliteDatabase(file) }), sqliteDialect, options);
+}
+
+function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions): Store {
+  const joining = new JoiningDialect(backend);
+  const db = new Kysely<Database>({ dialect: joining, log: queryLogger(options) });
+  return { db, dialect, openRequestTransaction: () => joining.openRequestTransaction(), close: () => db.destroy() };
 }
 
 /**

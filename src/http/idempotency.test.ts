@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { before, describe, it } from 'node:test';
+import { sql, type Kysely } from 'kysely';
 import { AppError } from '../lib/errors.ts';
 import { DAY, ManualClock, SECOND } from '../lib/clock.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import { newId } from '../lib/ids.ts';
+import { assertNoRequestTransaction } from '../lib/transaction-scope.ts';
 import type { Principal } from '../modules/credentials/principal.ts';
 import { createIdempotencyKeysModule } from '../modules/idempotency-keys/index.ts';
 import { registerAccessControl } from './access.ts';
-import { registerIdempotency } from './idempotency.ts';
+import { registerWriteRequests } from './write-requests.ts';
 import { createHttpServer, type HttpServer } from './server.ts';
 import { createTestStore, startServer, suiteScope, usingPostgres, type ApiResponse, type Scope, type TestServer, type TestStore } from '../../test/harness.ts';
 import { waitFor } from '../../test/wait.ts';
@@ -335,7 +337,7 @@ describe('idempotency route declarations and failures', () => {
       isUniqueViolation: testStore.store.dialect.isUniqueViolation,
       secrets: new SecretBox(randomBytes(32)),
     });
-    registerIdempotency(app, service);
+    registerWriteRequests(app, { gate: service, openTransaction: testStore.store.openRequestTransaction, publicBaseUrl: 'http://localhost:3000' });
     register(app);
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
@@ -408,12 +410,12 @@ describe('idempotency route declarations and failures', () => {
     assert.ok(!isReplay(retry));
   });
 
-  it('a retry while the first runs is idempotency_key_in_flight; after the 60 s lock timeout it takes the key over', async (t) => {
+  it('on a route that calls out, a retry while the first runs is idempotency_key_in_flight; after the 60 s lock timeout it takes the key over', async (t) => {
     const gates: Array<() => void> = [];
     let runs = 0;
     const bare = await bareServer(t, (app) => {
       app.post('/v1/slow', {
-        config: { access: { scope: null } },
+        config: { access: { scope: null }, waitsOnNetwork: true },
         handler: async (_request, reply) => {
           const run = ++runs;
           if (run === 1) await new Promise<void>((resolve) => gates.push(resolve));
@@ -440,6 +442,118 @@ describe('idempotency route declarations and failures', () => {
     const replay = await bare.post('/v1/slow', key);
     assert.ok(isReplay(replay));
     assert.deepEqual(replay.body, { run: 2 });
+  });
+
+  describe('one transaction per write request', () => {
+    const scratch = () => testStore.store.db as unknown as Kysely<{ write_request_scratch: { id: string; run: number } }>;
+    before(async () => {
+      await sql`create table write_request_scratch (id text primary key, run integer not null)`.execute(testStore.store.db);
+    });
+    const rowsOf = async (id: string) =>
+      (await scratch().selectFrom('write_request_scratch').select('run').where('id', '=', id).execute()).map((row) => row.run);
+
+    it('an error after a write keeps nothing of it; a success keeps everything', async (t) => {
+      const bare = await bareServer(t, (app) => {
+        app.post('/v1/writes/:id', {
+          config: { access: { scope: null } },
+          handler: async (request, reply) => {
+            const { id } = request.params as { id: string };
+            await scratch().insertInto('write_request_scratch').values({ id, run: 1 }).execute();
+            // A service's own transaction joins the request's: it is kept or undone with the rest.
+            await scratch()
+              .transaction()
+              .execute((trx) =>
+                trx
+                  .insertInto('write_request_scratch')
+                  .values({ id: `${id}-nested`, run: 1 })
+                  .execute(),
+              );
+            if (id.startsWith('fail')) throw new AppError('resource_not_found', 'refused after writing');
+            return reply.code(201).send({ id });
+          },
+        });
+      });
+      assertError(await bare.post('/v1/writes/fail-1'), 404, 'resource_not_found');
+      assert.deepEqual(await rowsOf('fail-1'), []);
+      assert.deepEqual(await rowsOf('fail-1-nested'), []);
+      assert.equal((await bare.post('/v1/writes/ok-1', newKey())).status, 201);
+      assert.deepEqual(await rowsOf('ok-1'), [1]);
+      assert.deepEqual(await rowsOf('ok-1-nested'), [1]);
+    });
+
+    it("a service's own transaction that fails and is caught undoes only its part", async (t) => {
+      const bare = await bareServer(t, (app) => {
+        app.post('/v1/partial', {
+          config: { access: { scope: null } },
+          handler: async (_request, reply) => {
+            await scratch().insertInto('write_request_scratch').values({ id: 'partial-kept', run: 1 }).execute();
+            await scratch()
+              .transaction()
+              .execute(async (trx) => {
+                await trx.insertInto('write_request_scratch').values({ id: 'partial-undone', run: 1 }).execute();
+                // A unique violation: on PostgreSQL it would poison the request's transaction but for the savepoint.
+                await trx.insertInto('write_request_scratch').values({ id: 'partial-kept', run: 2 }).execute();
+              })
+              .catch(() => undefined);
+            return reply.code(201).send({});
+          },
+        });
+      });
+      assert.equal((await bare.post('/v1/partial')).status, 201);
+      assert.deepEqual(await rowsOf('partial-kept'), [1]);
+      assert.deepEqual(await rowsOf('partial-undone'), []);
+    });
+
+    it('two concurrent first requests with one key: one execution survives, and both answer with it', async (t) => {
+      let runs = 0;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const key = newKey();
+      const bare = await bareServer(t, (app) => {
+        app.post('/v1/raced', {
+          config: { access: { scope: null } },
+          handler: async (_request, reply) => {
+            const run = ++runs;
+            await scratch()
+              .insertInto('write_request_scratch')
+              .values({ id: `raced-${run}`, run })
+              .execute();
+            if (run === 1) await gate;
+            return reply.code(201).send({ run });
+          },
+        });
+      });
+      const first = bare.post('/v1/raced', key);
+      await waitFor(() => runs >= 1, { message: 'the first request to reach its handler' });
+      const second = bare.post('/v1/raced', key);
+      // On PostgreSQL the second runs beside the first, and whichever answers second meets the other's
+      // key; on SQLite it waits for the first's transaction to end, and finds the answer.
+      if (usingPostgres) await waitFor(() => runs >= 2, { message: 'the second request to reach its handler' });
+      release();
+      const answers = [await first, await second];
+      for (const answer of answers) assert.equal(answer.status, 201, answer.text);
+      assert.equal(answers.filter(isReplay).length, 1);
+      assert.equal(answers[0]!.text, answers[1]!.text);
+      // Whichever committed first (on PostgreSQL the second may, the first being held) is the one kept.
+      const kept = await scratch().selectFrom('write_request_scratch').select('run').where('id', 'like', 'raced-%').execute();
+      assert.deepEqual(
+        kept.map((row) => row.run),
+        [answers[0]!.body.run],
+        "the other execution's work rolled back",
+      );
+    });
+
+    it('a write route that calls out without declaring waitsOnNetwork fails, and one that declares it works', async (t) => {
+      const bare = await bareServer(t, (app) => {
+        app.post('/v1/calls-out', { config: { access: { scope: null } }, handler: async () => (assertNoRequestTransaction('a remote service'), {}) });
+        app.post('/v1/declared', {
+          config: { access: { scope: null }, waitsOnNetwork: true },
+          handler: async () => (assertNoRequestTransaction('a remote service'), {}),
+        });
+      });
+      assertError(await bare.post('/v1/calls-out'), 500, 'internal_error');
+      assert.equal((await bare.post('/v1/declared')).status, 200);
+    });
   });
 
   it('a GET or public route that declares idempotency fails at start-up', async (t) => {

@@ -27,7 +27,7 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
   });
 
   app.post('/v1/connections', {
-    config: { access: manage },
+    config: { access: manage, waitsOnNetwork: true },
     schema: { tags, summary: 'Connect a number with a signup code', body: ConnectBody, response: { 201: ConnectionSchema } },
     handler: async (request, reply) =>
       reply.code(201).send(await service.connect({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
@@ -52,7 +52,7 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
   });
 
   app.delete('/v1/connections/:id', {
-    config: { access: manage },
+    config: { access: manage, waitsOnNetwork: true },
     schema: {
       tags,
       summary: 'Disconnect a number (the record stays, as disconnected, with its history)',
@@ -63,7 +63,7 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
   });
 
   app.post('/v1/connections/:id/sync', {
-    config: { access: write },
+    config: { access: write, waitsOnNetwork: true },
     schema: { tags, summary: "Read the number's state from the provider again", params: PathId('connection'), response: { 200: ConnectionSchema } },
     handler: async (request) => {
       const actor = { principal: requirePrincipal(request), requestId: request.id };
@@ -74,7 +74,7 @@ export function registerConnectionsRoutes(app: HttpServer, service: ConnectionsS
   });
 
   app.post('/v1/connections/:id/reauthorise', {
-    config: { access: manage },
+    config: { access: manage, waitsOnNetwork: true },
     schema: {
       tags,
       summary: 'Re-authorise a connection with a new signup code',

@@ -3,6 +3,7 @@ import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/
 import { DAY, SECOND, type Clock } from '../../lib/clock.ts';
 import { randomToken, sha256Hex, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, ERROR_CODES } from '../../lib/errors.ts';
+import type { IdempotencyKeysTable } from '../../db/schema.ts';
 import type { Mode } from '../credentials/scopes.schemas.ts';
 import type { IdempotencyKeysStore, KeyScope } from './idempotency-keys.store.ts';
 
@@ -37,10 +38,22 @@ export interface RequestFingerprint {
   body: unknown;
 }
 
+/**
+ * How a request's key is kept. `with-work`: the request runs in one transaction (every write route
+ * but those that call out), and its answer is written in that transaction, so the work and its answer
+ * commit together or not at all. `own-commits`: a route that calls a remote service during the request
+ * claims the key in a commit of its own and answers it in another; a crash between the two leaves the
+ * key in flight until `IDEMPOTENCY_LOCK_TIMEOUT_MS`.
+ */
+export type KeyHandling = 'with-work' | 'own-commits';
+
 /** The right to execute a request for a key, and to record its response. */
 export interface Claim {
   readonly scope: KeyScope;
-  readonly lockToken: string;
+  readonly handling: KeyHandling;
+  readonly requestHash: string;
+  /** The holder's token; `own-commits` only (a `with-work` claim holds no row until it answers). */
+  readonly lockToken: string | undefined;
 }
 
 export type Begin = { readonly kind: 'execute'; readonly claim: Claim } | { readonly kind: 'replay'; readonly status: number; readonly body: string };
@@ -122,7 +135,20 @@ export function createIdempotencyKeysService(deps: {
     );
   }
 
-  async function claimOrReplay(scope: KeyScope, hash: string, now: Date): Promise<Begin> {
+  function replayOrRefuse(existing: IdempotencyKeysTable, hash: string, now: Date): Begin | 'stale' {
+    if (existing.request_hash !== hash) throw reuse(existing.key);
+    if (existing.completed_at !== null && existing.response_status !== null) {
+      return { kind: 'replay', status: existing.response_status, body: existing.response_body === null ? '' : secrets.open(existing.response_body) };
+    }
+    if (Date.parse(existing.locked_at) + lockTimeoutMs <= now.getTime()) return 'stale';
+    throw inFlight(existing.key);
+  }
+
+  /**
+   * `own-commits`: the insert is the claim, committed at once: the primary key on (organization,
+   * mode, key) lets exactly one of any number of concurrent first requests in, on one process or many.
+   */
+  async function claimInOwnCommit(scope: KeyScope, hash: string, now: Date): Promise<Begin> {
     const at = now.toISOString();
     const expiresAt = new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS).toISOString();
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
@@ -141,7 +167,7 @@ export function createIdempotencyKeysService(deps: {
           completed_at: null,
           expires_at: expiresAt,
         });
-        return { kind: 'execute', claim: { scope, lockToken } };
+        return { kind: 'execute', claim: { scope, handling: 'own-commits', requestHash: hash, lockToken } };
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
       }
@@ -152,17 +178,57 @@ export function createIdempotencyKeysService(deps: {
         await store.deleteIfExpired(db, scope, at);
         continue;
       }
-      if (existing.request_hash !== hash) throw reuse(scope.key);
-      if (existing.completed_at !== null && existing.response_status !== null) {
-        return { kind: 'replay', status: existing.response_status, body: existing.response_body === null ? '' : secrets.open(existing.response_body) };
-      }
-      if (Date.parse(existing.locked_at) + lockTimeoutMs <= now.getTime()) {
-        const takeOver = { lockToken: randomToken(16), lockedAt: at, expiresAt };
-        if (await store.takeOver(db, scope, existing.lock_token, takeOver)) return { kind: 'execute', claim: { scope, lockToken: takeOver.lockToken } };
+      const found = replayOrRefuse(existing, hash, now);
+      if (found !== 'stale') return found;
+      const takeOver = { lockToken: randomToken(16), lockedAt: at, expiresAt };
+      if (await store.takeOver(db, scope, existing.lock_token, takeOver)) {
+        return { kind: 'execute', claim: { scope, handling: 'own-commits', requestHash: hash, lockToken: takeOver.lockToken } };
       }
       throw inFlight(scope.key);
     }
     throw inFlight(scope.key);
+  }
+
+  /**
+   * `with-work`: runs inside the request's transaction and writes nothing: the answer, written with the
+   * work, is the claim. Of two concurrent first requests, the second's answer meets the first's row
+   * (on PostgreSQL its insert waits for the first to commit): its transaction rolls back and it
+   * replays the first's answer instead (`replayOf`).
+   */
+  async function claimWithWork(scope: KeyScope, hash: string, now: Date): Promise<Begin> {
+    const existing = await store.find(db, scope);
+    const claim: Begin = { kind: 'execute', claim: { scope, handling: 'with-work', requestHash: hash, lockToken: undefined } };
+    if (!existing) return claim;
+    if (existing.expires_at <= now.toISOString()) {
+      await store.deleteIfExpired(db, scope, now.toISOString());
+      return claim;
+    }
+    const found = replayOrRefuse(existing, hash, now);
+    if (found !== 'stale') return found;
+    // Left in flight by an `own-commits` claim whose process died; this request's answer replaces it.
+    await store.release(db, scope, existing.lock_token);
+    return claim;
+  }
+
+  async function storeAnswer(claim: Claim, response: { status: number; body: string }): Promise<boolean> {
+    const at = clock.now().toISOString();
+    if (claim.handling === 'own-commits') {
+      return store.complete(db, claim.scope, claim.lockToken!, { status: response.status, body: secrets.seal(response.body), completedAt: at });
+    }
+    await store.insert(db, {
+      organization_id: claim.scope.organizationId,
+      mode: claim.scope.mode,
+      key: claim.scope.key,
+      request_hash: claim.requestHash,
+      lock_token: randomToken(16),
+      locked_at: at,
+      response_status: response.status,
+      response_body: secrets.seal(response.body),
+      created_at: at,
+      completed_at: at,
+      expires_at: new Date(Date.parse(at) + IDEMPOTENCY_RETENTION_MS).toISOString(),
+    });
+    return true;
   }
 
   return {
@@ -186,32 +252,42 @@ export function createIdempotencyKeysService(deps: {
     },
 
     /**
-     * Claims the key for this request, or answers it from the key's first request. The insert is the
-     * claim: the primary key on (organization, mode, key) lets exactly one of any number of concurrent
-     * first requests in, on one process or many. An expired row counts as absent.
+     * Claims the key for this request, or answers it from the key's first request. An expired row
+     * counts as absent. `with-work` must run inside the request's transaction.
      */
-    async begin(caller: { organizationId: string; mode: Mode | null }, key: string, request: RequestFingerprint): Promise<Begin> {
+    async begin(caller: { organizationId: string; mode: Mode | null }, key: string, request: RequestFingerprint, handling: KeyHandling): Promise<Begin> {
       const now = clock.now();
       // Dashboard and OAuth tokens carry no mode; what they do is live.
       const scope: KeyScope = { organizationId: caller.organizationId, mode: caller.mode ?? 'live', key };
-      return claimOrReplay(scope, requestHash(request), now);
+      const hash = requestHash(request);
+      return handling === 'with-work' ? claimWithWork(scope, hash, now) : claimInOwnCommit(scope, hash, now);
     },
 
     /**
-     * Stores the response of a claimed request, or releases the key when the response is not final so
-     * that the client's retry runs again. `lost`: the lock timed out and another request took the key
-     * over, so this response is not the one the key answers with.
+     * Stores the response of a claimed request, or lets the key go when the response is not final so
+     * that the client's retry runs again. A `with-work` claim's success is stored inside the request's
+     * transaction (a unique violation there means a concurrent first request answered first: see
+     * `replayOf`); its final error, after that transaction rolled back, in a commit of its own. `lost`:
+     * another request answered the key first, so this response is not the one the key answers with.
      */
     async finish(claim: Claim, response: ResponseRecord): Promise<Finish> {
-      if (response.body === undefined || !isFinalResponse(response.status, response.errorCode)) {
-        return (await store.release(db, claim.scope, claim.lockToken)) ? 'released' : 'lost';
+      const final = response.body !== undefined && isFinalResponse(response.status, response.errorCode);
+      if (!final) return claim.handling === 'own-commits' && !(await store.release(db, claim.scope, claim.lockToken!)) ? 'lost' : 'released';
+      try {
+        return (await storeAnswer(claim, { status: response.status, body: response.body! })) ? 'stored' : 'lost';
+      } catch (error) {
+        // A `with-work` error is stored after its transaction rolled back, so a concurrent first request
+        // may have answered meanwhile; a success's violation must reach the caller, whose transaction it ends.
+        if (claim.handling === 'with-work' && response.status >= 400 && isUniqueViolation(error)) return 'lost';
+        throw error;
       }
-      const stored = await store.complete(db, claim.scope, claim.lockToken, {
-        status: response.status,
-        body: secrets.seal(response.body),
-        completedAt: clock.now().toISOString(),
-      });
-      return stored ? 'stored' : 'lost';
+    },
+
+    /** The answer the key holds now, for a `with-work` request whose own answer lost the race to store. */
+    async replayOf(claim: Claim): Promise<{ status: number; body: string } | undefined> {
+      const existing = await store.find(db, claim.scope);
+      if (!existing || existing.request_hash !== claim.requestHash || existing.completed_at === null || existing.response_status === null) return undefined;
+      return { status: existing.response_status, body: existing.response_body === null ? '' : secrets.open(existing.response_body) };
     },
 
     /**

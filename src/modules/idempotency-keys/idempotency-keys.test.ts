@@ -16,13 +16,18 @@ describe('purging expired idempotency keys', () => {
 
   const keys = async () => (await server.app.store.db.selectFrom('idempotency_keys').select('key').orderBy('key').execute()).map((row) => row.key);
   const use = async (key: string) => {
-    const begun = await server.app.services.idempotencyKeys.begin({ organizationId: 'org_purge', mode: 'live' }, key, {
-      method: 'POST',
-      route: '/v1/things',
-      params: {},
-      query: {},
-      body: { key },
-    });
+    const begun = await server.app.services.idempotencyKeys.begin(
+      { organizationId: 'org_purge', mode: 'live' },
+      key,
+      {
+        method: 'POST',
+        route: '/v1/things',
+        params: {},
+        query: {},
+        body: { key },
+      },
+      'own-commits',
+    );
     assert.equal(begun.kind, 'execute');
     if (begun.kind === 'execute') await server.app.services.idempotencyKeys.finish(begun.claim, { status: 201, body: '{}', errorCode: undefined });
   };

@@ -139,7 +139,7 @@ export function registerMediaRoutes(app: HttpServer, service: MediaService): voi
     scope.addContentTypeParser('*', (_request, _payload, done) => done(new AppError('unsupported_content_type', FORM_HELP), undefined));
 
     scope.post('/v1/media', {
-      config: { access: write },
+      config: { access: write, waitsOnNetwork: true },
       schema: {
         tags,
         summary: 'Upload a file to send in messages',

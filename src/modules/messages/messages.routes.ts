@@ -39,13 +39,13 @@ export function registerMessagesRoutes(app: HttpServer, service: MessagesService
   });
 
   app.post('/v1/messages/:id/read', {
-    config: { access: write },
+    config: { access: write, waitsOnNetwork: true },
     schema: { tags, summary: "Mark a customer's message read", params: PathId('message'), response: { 200: MessageSchema } },
     handler: async (request) => service.markRead(requirePrincipal(request), request.params.id),
   });
 
   app.post('/v1/messages/:id/typing', {
-    config: { access: write },
+    config: { access: write, waitsOnNetwork: true },
     schema: { tags, summary: 'Show a typing indicator in answer to a customer’s message', params: PathId('message'), response: { 200: MessageSchema } },
     handler: async (request) => service.showTyping(requirePrincipal(request), request.params.id),
   });

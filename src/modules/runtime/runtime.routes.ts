@@ -56,7 +56,7 @@ export function registerRuntimeRoutes(app: HttpServer, service: RuntimeService):
         method: ['GET', 'POST', 'DELETE'],
         url,
         exposeHeadRoute: false,
-        config: { access },
+        config: { access, waitsOnNetwork: true },
         schema: { tags: ['Runtime'], summary, description, params },
         // After authentication and the rate limit (server-level hooks run first), before any body is read.
         onRequest: async (request) => {

@@ -20,14 +20,14 @@ export function registerTemplatesRoutes(app: HttpServer, service: TemplatesServi
   });
 
   app.post('/v1/templates', {
-    config: { access: write },
+    config: { access: write, waitsOnNetwork: true },
     schema: { tags, summary: 'Create a template: submitted to the provider for review', body: CreateTemplateBody, response: { 201: TemplateSchema } },
     handler: async (request, reply) =>
       reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
   });
 
   app.post('/v1/templates/sync', {
-    config: { access: write },
+    config: { access: write, waitsOnNetwork: true },
     schema: { tags, summary: "Read a connection's templates from the provider again", body: SyncTemplatesBody, response: { 200: TemplateSyncSchema } },
     handler: async (request) => service.syncConnection({ principal: requirePrincipal(request), requestId: request.id }, request.body.connection_id),
   });
@@ -39,7 +39,7 @@ export function registerTemplatesRoutes(app: HttpServer, service: TemplatesServi
   });
 
   app.delete('/v1/templates/:id', {
-    config: { access: write },
+    config: { access: write, waitsOnNetwork: true },
     schema: {
       tags,
       summary: 'Delete a template at the provider (this language); the record stays, `deleted`',

@@ -34,7 +34,7 @@ export function registerWebhookEndpointsRoutes(app: HttpServer, service: Webhook
   });
 
   app.post('/v1/webhook-endpoints', {
-    config: write,
+    config: { ...write, waitsOnNetwork: true },
     schema: {
       tags,
       summary: 'Create a webhook endpoint (the only response with its secret)',
@@ -52,7 +52,7 @@ export function registerWebhookEndpointsRoutes(app: HttpServer, service: Webhook
   });
 
   app.patch('/v1/webhook-endpoints/:id', {
-    config: write,
+    config: { ...write, waitsOnNetwork: true },
     schema: {
       tags,
       summary: 'Change the URL, events, description or status',
@@ -70,7 +70,7 @@ export function registerWebhookEndpointsRoutes(app: HttpServer, service: Webhook
   });
 
   app.post('/v1/webhook-endpoints/:id/test', {
-    config: write,
+    config: { ...write, waitsOnNetwork: true },
     schema: { tags, summary: 'Send a ping now and report the answer', params: PathId('webhookEndpoint'), response: { 200: WebhookTestSchema } },
     handler: async (request) => service.test(requirePrincipal(request), request.params.id),
   });
@@ -102,7 +102,7 @@ export function registerWebhookEndpointsRoutes(app: HttpServer, service: Webhook
   });
 
   app.post('/v1/webhook-deliveries/:id/replay', {
-    config: write,
+    config: { ...write, waitsOnNetwork: true },
     schema: { tags, summary: "Send one attempt's event again, as a new attempt", params: PathId('webhookDelivery'), response: { 200: WebhookDeliverySchema } },
     handler: async (request) => service.replay(requirePrincipal(request), request.params.id),
   });

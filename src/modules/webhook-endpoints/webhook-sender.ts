@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { Pool, type Dispatcher } from 'undici';
 import { AppError, invalidParam } from '../../lib/errors.ts';
 import { isPublicAddress } from '../../lib/network.ts';
+import { assertNoRequestTransaction } from '../../lib/transaction-scope.ts';
 
 export type SendResult = { kind: 'response'; status: number; excerpt: string; durationMs: number } | { kind: 'error'; error: string; durationMs: number };
 
@@ -265,6 +266,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
 
   /** Resolved now, every time, keeping only well-formed addresses. */
   async function resolveName(host: string): Promise<string[]> {
+    assertNoRequestTransaction('a name lookup');
     const found = await lookup(host);
     return found.map((entry) => entry.address).filter((address) => isIP(address) !== 0);
   }
@@ -315,6 +317,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
   }
 
   async function send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
+    assertNoRequestTransaction('a webhook receiver');
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     if (closed) return { kind: 'error', error: 'sender_closed', durationMs: 0 };

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, request, type FormData } from 'undici';
+import { assertNoRequestTransaction } from '../../lib/transaction-scope.ts';
 import { ProviderError } from '../provider.ts';
 import { graphFailure } from './graph-errors.ts';
 import { asObject, type Json } from './json.ts';
@@ -84,6 +85,7 @@ export function createGraphClient(options: GraphClientOptions) {
   }
 
   async function call(method: 'GET' | 'POST' | 'DELETE', path: string, init: CallInit = {}): Promise<GraphAnswer> {
+    assertNoRequestTransaction('the provider');
     const url = new URL(`${root}/${path}`);
     const query = { ...init.query, ...(init.token === undefined ? {} : proof(init.token)) };
     for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
@@ -138,6 +140,7 @@ export function createGraphClient(options: GraphClientOptions) {
    * minutes), only on connecting, on the headers, and on each pause between chunks.
    */
   async function fetchBinary(target: string, token: string): Promise<BinaryAnswer> {
+    assertNoRequestTransaction('the provider');
     let url: URL;
     try {
       url = new URL(target);

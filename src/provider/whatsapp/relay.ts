@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { Agent } from 'undici';
+import { assertNoRequestTransaction } from '../../lib/transaction-scope.ts';
 import { ProviderError } from '../provider.ts';
 import { headerValue, transportFailure } from './graph-client.ts';
 import { graphFailure, parseGraphError } from './graph-errors.ts';
@@ -295,6 +296,7 @@ export function createGraphRelay(options: RelayOptions) {
    * whatever its status or content, is returned as it came.
    */
   async function relay(request: RelayRequest): Promise<RelayAnswer> {
+    assertNoRequestTransaction('the provider');
     const { origin, path } = locate(request.target, request.accessToken);
     const controller = new AbortController();
     let deadline: NodeJS.Timeout | undefined;
