@@ -226,14 +226,15 @@ describe('outbound pacing: the pacer in memory', () => {
     await assert.rejects(pacer.acquire('pn_1', Number.NaN), RangeError);
   });
 
-  it('on real timers the sends leave one interval apart, and not sooner', async () => {
+  it('on real timers no send leaves before its slot, one interval after the one before', async () => {
     const pacer = createPacer({ keyPrefix: 'test', slackMs: 0 });
     const started = performance.now();
     const released = await Promise.all(Array.from({ length: 6 }, () => pacer.acquire('pn_1', 50).then(() => performance.now() - started)));
     released.sort((a, b) => a - b);
+    // Only the lower bound: a timer never fires early, but a busy machine may fire several late at once.
+    // The clock keeps whole milliseconds, so a send may leave up to one before its slot.
     for (let i = 1; i < released.length; i++) {
-      // The clock keeps whole milliseconds, so two sends may be up to one closer than the interval.
-      assert.ok(released[i]! - released[i - 1]! >= 19, `sends left at ${released.map((ms) => ms.toFixed(1)).join(', ')} ms`);
+      assert.ok(released[i]! >= i * 20 - 1, `sends left at ${released.map((ms) => ms.toFixed(1)).join(', ')} ms`);
     }
   });
 });
