@@ -16,6 +16,11 @@ export interface JobContext {
   /** Aborted when the attempt times out or the worker shuts down. */
   readonly signal: AbortSignal;
   /**
+   * The previous attempt's worker was lost in the middle of it (its lease ran out): that attempt's
+   * outcome is unknown and nothing recorded it, so a handler that logs attempts may record it now.
+   */
+  readonly previousAttemptLost: boolean;
+  /**
    * Runs `write` in the transaction that records this attempt's outcome, so the attempt's own record
    * (a delivery attempt, a webhook marked processed) and the job's status commit together: never one
    * without the other, and no commit of its own. Called before the handler returns or throws; a write
@@ -72,6 +77,9 @@ export interface WorkerOptions {
  * does not spin on it, near enough that a worker that knows it takes it soon.
  */
 export const HAND_BACK_DELAY_MS = 30 * SECOND;
+
+/** `last_error` of a job taken over after its lease ran out: the attempt before is the lost one. */
+export const LOST_ATTEMPT_ERROR = 'worker_lost: the lease ran out during the previous attempt';
 
 type Outcome = Pick<JobsTable, 'status' | 'last_error'> & Partial<Pick<JobsTable, 'run_at'>>;
 
@@ -144,6 +152,8 @@ export function createWorker(options: WorkerOptions) {
         locked_by: workerId,
         locked_until: new Date(now.getTime() + leaseMs).toISOString(),
         attempts: sql<number>`attempts + 1`,
+        // The right-hand side reads the row as it was: a job still `running` is one taken over.
+        last_error: sql<string | null>`case when status = 'running' then ${LOST_ATTEMPT_ERROR} else last_error end`,
         updated_at: nowIso,
       })
       .where('id', 'in', (qb) => qb.selectFrom('due').select('due.id'))
@@ -298,6 +308,7 @@ export function createWorker(options: WorkerOptions) {
         attempt: job.attempts,
         maxAttempts: job.max_attempts,
         signal: abort.signal,
+        previousAttemptLost: job.last_error === LOST_ATTEMPT_ERROR,
         inSettle: (write) => void (open && writes.push(write)),
       };
       await Promise.race([
