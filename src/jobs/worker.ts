@@ -63,7 +63,7 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How long to wait before looking again when nothing was due. */
   pollMs?: number;
-  /** Most finished attempts recorded in one transaction (default: `concurrency`). */
+  /** Most finished attempts recorded in one transaction (default: 4 × `concurrency`, as many as may await their commit). */
   settleBatch?: number;
   /**
    * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
@@ -111,12 +111,18 @@ export function createWorker(options: WorkerOptions) {
   const concurrency = options.concurrency ?? 16;
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 100;
-  const settleBatch = options.settleBatch ?? concurrency;
+  const settleBatch = options.settleBatch ?? concurrency * 4;
   const workerId = `wrk_${randomBytes(6).toString('hex')}`;
   // Claim in batches: refilling one slot each time a job finishes would cost a claim per job.
   const refillBelow = Math.max(1, Math.floor(concurrency / 2));
   const handlers = new Map<string, Registered>();
-  const inFlight = new Map<string, { promise: Promise<void>; abort: AbortController; attempts: number }>();
+  // Every claimed job until its outcome is committed; `busy` counts those whose handler still runs.
+  // A slot is free again once the handler is done: waiting for the settle commit does not hold it, so
+  // a store whose commits are slow (PostgreSQL's flush) does not throttle the handlers. The jobs
+  // awaiting their commit are bounded, though: past this many, the worker claims no more.
+  const inFlight = new Map<string, { promise: Promise<void>; abort: AbortController; attempts: number; handlerDone: boolean }>();
+  const maxUnsettled = concurrency * 4;
+  let busy = 0;
   let running = false;
   let stopping = false;
   let loop: Promise<void> | undefined;
@@ -285,7 +291,7 @@ export function createWorker(options: WorkerOptions) {
     }
   }
 
-  async function execute(job: JobsTable, abort: AbortController): Promise<void> {
+  async function execute(job: JobsTable, abort: AbortController, handlerDone: () => void): Promise<void> {
     const registered = handlers.get(job.name);
     if (!registered) {
       // Claims ask for known names only, so this is a safety net: a job is never failed for want of
@@ -327,19 +333,29 @@ export function createWorker(options: WorkerOptions) {
       open = false;
       clearTimeout(timer);
     }
+    handlerDone();
     await settle({ job, definition, outcome, writes });
   }
 
   function start(job: JobsTable): Promise<void> {
     const abort = new AbortController();
-    const promise = execute(job, abort)
+    const entry = { promise: Promise.resolve(), abort, attempts: job.attempts, handlerDone: false };
+    busy++;
+    const handlerDone = () => {
+      if (entry.handlerDone) return;
+      entry.handlerDone = true;
+      busy--;
+      wakeUp?.();
+    };
+    entry.promise = execute(job, abort, handlerDone)
       .catch((error: unknown) => log.error({ job_id: job.id, err: error }, 'could not record a job outcome'))
       .finally(() => {
+        handlerDone();
         inFlight.delete(job.id);
         wakeUp?.();
       });
-    inFlight.set(job.id, { promise, abort, attempts: job.attempts });
-    return promise;
+    inFlight.set(job.id, entry);
+    return entry.promise;
   }
 
   function assertComplete(): void {
@@ -355,15 +371,16 @@ export function createWorker(options: WorkerOptions) {
         log.error({ err: error }, 'scheduling recurring jobs failed; retrying');
       }
       let claimed: JobsTable[] = [];
-      if (inFlight.size < refillBelow) {
+      const free = Math.min(concurrency - busy, maxUnsettled - inFlight.size);
+      if (busy < refillBelow && free > 0) {
         try {
-          claimed = await claim(concurrency - inFlight.size);
+          claimed = await claim(free);
         } catch (error) {
           log.error({ err: error }, 'claiming jobs failed; retrying');
         }
         for (const job of claimed) void start(job);
       }
-      if (claimed.length === 0 || inFlight.size >= refillBelow) {
+      if (claimed.length === 0 || busy >= refillBelow || inFlight.size >= maxUnsettled) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, pollMs);
           wakeUp = () => {
@@ -410,10 +427,12 @@ export function createWorker(options: WorkerOptions) {
       await loop;
       const deadline = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
       await Promise.race([Promise.allSettled([...inFlight.values()].map((job) => job.promise)), deadline]);
-      const unfinished = [...inFlight.entries()];
+      // Only attempts still running are cut off; those already done are waiting for their commit.
+      const unfinished = [...inFlight.entries()].filter(([, job]) => !job.handlerDone);
       stopping = true;
       for (const [, job] of unfinished) job.abort.abort(new Error('worker stopping'));
       for (const [id, job] of unfinished) await handBack(id, job.attempts);
+      await Promise.allSettled([...inFlight.values()].map((job) => job.promise));
     },
 
     /**
