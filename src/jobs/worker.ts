@@ -63,7 +63,7 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How long to wait before looking again when nothing was due. */
   pollMs?: number;
-  /** Most finished attempts recorded in one transaction (default: 4 × `concurrency`, as many as may await their commit). */
+  /** Most finished attempts recorded in one transaction (default: `concurrency`). */
   settleBatch?: number;
   /**
    * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
@@ -111,18 +111,14 @@ export function createWorker(options: WorkerOptions) {
   const concurrency = options.concurrency ?? 16;
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 100;
-  const settleBatch = options.settleBatch ?? concurrency * 4;
+  const settleBatch = options.settleBatch ?? concurrency;
   const workerId = `wrk_${randomBytes(6).toString('hex')}`;
   // Claim in batches: refilling one slot each time a job finishes would cost a claim per job.
   const refillBelow = Math.max(1, Math.floor(concurrency / 2));
   const handlers = new Map<string, Registered>();
-  // Every claimed job until its outcome is committed; `busy` counts those whose handler still runs.
-  // A slot is free again once the handler is done: waiting for the settle commit does not hold it, so
-  // a store whose commits are slow (PostgreSQL's flush) does not throttle the handlers. The jobs
-  // awaiting their commit are bounded, though: past this many, the worker claims no more.
+  // A job holds its slot until its outcome is committed: the wait for the settle transaction is part
+  // of the attempt, so a burst is claimed and settled in batches rather than one job at a time.
   const inFlight = new Map<string, { promise: Promise<void>; abort: AbortController; attempts: number; handlerDone: boolean }>();
-  const maxUnsettled = concurrency * 4;
-  let busy = 0;
   let running = false;
   let stopping = false;
   let loop: Promise<void> | undefined;
@@ -151,7 +147,13 @@ export function createWorker(options: WorkerOptions) {
       db.selectFrom('jobs').select('id').where('status', '=', 'queued').where('run_at', '<=', nowIso).where('name', 'in', names).orderBy('run_at').limit(limit),
     );
     return db
-      .with('due', (qb) => qb.selectFrom(expired.as('expired')).select('id').unionAll(qb.selectFrom(queued.as('queued')).select('id')).limit(limit))
+      .with('due', (qb) =>
+        qb
+          .selectFrom(expired.as('expired'))
+          .select('id')
+          .unionAll(qb.selectFrom(queued.as('queued')).select('id'))
+          .limit(limit),
+      )
       .updateTable('jobs')
       .set({
         status: 'running',
@@ -340,17 +342,9 @@ export function createWorker(options: WorkerOptions) {
   function start(job: JobsTable): Promise<void> {
     const abort = new AbortController();
     const entry = { promise: Promise.resolve(), abort, attempts: job.attempts, handlerDone: false };
-    busy++;
-    const handlerDone = () => {
-      if (entry.handlerDone) return;
-      entry.handlerDone = true;
-      busy--;
-      wakeUp?.();
-    };
-    entry.promise = execute(job, abort, handlerDone)
+    entry.promise = execute(job, abort, () => (entry.handlerDone = true))
       .catch((error: unknown) => log.error({ job_id: job.id, err: error }, 'could not record a job outcome'))
       .finally(() => {
-        handlerDone();
         inFlight.delete(job.id);
         wakeUp?.();
       });
@@ -371,16 +365,15 @@ export function createWorker(options: WorkerOptions) {
         log.error({ err: error }, 'scheduling recurring jobs failed; retrying');
       }
       let claimed: JobsTable[] = [];
-      const free = Math.min(concurrency - busy, maxUnsettled - inFlight.size);
-      if (busy < refillBelow && free > 0) {
+      if (inFlight.size < refillBelow) {
         try {
-          claimed = await claim(free);
+          claimed = await claim(concurrency - inFlight.size);
         } catch (error) {
           log.error({ err: error }, 'claiming jobs failed; retrying');
         }
         for (const job of claimed) void start(job);
       }
-      if (claimed.length === 0 || busy >= refillBelow || inFlight.size >= maxUnsettled) {
+      if (claimed.length === 0 || inFlight.size >= refillBelow) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, pollMs);
           wakeUp = () => {
