@@ -221,9 +221,12 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 20 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
       queries = 0;
       const drained = worker.drain();
-      await waitFor(async () => (await counted.store.db.selectFrom('jobs').select('status').where('id', '=', ids[19]!).executeTakeFirstOrThrow()).status === 'running', {
-        message: 'the worker to claim every job',
-      });
+      await waitFor(
+        async () => (await counted.store.db.selectFrom('jobs').select('status').where('id', '=', ids[19]!).executeTakeFirstOrThrow()).status === 'running',
+        {
+          message: 'the worker to claim every job',
+        },
+      );
       const claimQueries = queries;
       open();
       assert.equal(await drained, 20);
