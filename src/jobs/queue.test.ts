@@ -124,6 +124,28 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.match(job.last_error ?? '', /timed out/);
   });
 
+  it('enqueueAll queues a fan-out in one statement, each job its own, and refuses a payload that does not match', async (t) => {
+    let queries = 0;
+    const counted = await createTestStore(t, { onQuery: () => queries++ });
+    const { queue, worker, db } = setup({ store: counted });
+    const seen: number[] = [];
+    worker.register(Tick, async ({ n }) => void seen.push(n));
+    const ids = await db.transaction().execute(async (trx) => {
+      queries = 0;
+      const queued = await queue.enqueueAll(trx, Tick, [{ n: 1 }, { n: 2 }, { n: 3 }]);
+      assert.equal(queries, 1);
+      return queued;
+    });
+    assert.equal(new Set(ids).size, 3);
+    assert.equal(await worker.drain(), 3);
+    assert.deepEqual(seen.sort(), [1, 2, 3]);
+    await assert.rejects(
+      db.transaction().execute((trx) => queue.enqueueAll(trx, Tick, [{ n: 4 }, { n: 'five' } as unknown as { n: number }])),
+      /does not match its schema/,
+    );
+    assert.equal(await worker.drain(), 0, 'nothing of the refused fan-out was queued');
+  });
+
   it('a dedupe key makes a timer exist once, ever; replace moves a waiting one; cancel removes it', async () => {
     const { queue, worker, db } = setup();
     const seen: number[] = [];

@@ -96,7 +96,7 @@ export interface WebhookEndpointsServiceDeps {
   clock: Clock;
   secrets: SecretBox;
   transport: DeliveryTransport;
-  queue: Pick<Queue, 'enqueue'>;
+  queue: Pick<Queue, 'enqueueAll'>;
   /** Emits `ping` for the test operation and looks events up for deliveries. */
   events: Pick<EventEmitter, 'emit' | 'find'>;
   audit: Pick<AuditEventsService, 'record'>;
@@ -277,11 +277,14 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
      */
     async queueDeliveries(trx: Trx, event: EventEnvelope): Promise<void> {
       if (event.type === 'ping') return;
+      const payloads: { event_id: string; endpoint_id: string }[] = [];
       for (const endpoint of await store.listEnabled(trx, event.organization_id)) {
         if (!(JSON.parse(endpoint.events) as string[]).includes(event.type)) continue;
         if (endpoint.connection_id !== null && endpoint.connection_id !== event.connection_id) continue;
-        await queue.enqueue(trx, webhookDelivery, { event_id: event.id, endpoint_id: endpoint.id });
+        payloads.push({ event_id: event.id, endpoint_id: endpoint.id });
       }
+      // One insert for the whole fan-out.
+      await queue.enqueueAll(trx, webhookDelivery, payloads);
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
