@@ -274,6 +274,8 @@ function serverNodeArgs(): string[] {
 
 export interface AppServer extends BenchServer {
   store: 'sqlite' | 'postgres';
+  /** On PostgreSQL, what a second process needs to serve from this one's schema: `startApp(app.storeEnv)`. */
+  storeEnv: Record<string, string>;
 }
 
 /**
@@ -296,6 +298,8 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-bench-'));
   const databaseUrl = process.env.BENCH_DATABASE_URL;
   const schema = databaseUrl ? `bench_${randomBytes(6).toString('hex')}` : undefined;
+  const storeEnv: Record<string, string> =
+    databaseUrl && schema ? { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema, MASTER_KEY: randomBytes(32).toString('hex') } : {};
   const server = await forkServer('serve-app.ts', {
     env: {
       ...cleanEnv(),
@@ -305,7 +309,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       PORT: '0',
       PUBLIC_BASE_URL: 'http://localhost:3000',
       ...BENCH_RATE_LIMITS,
-      ...(databaseUrl && schema ? { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema, MASTER_KEY: randomBytes(32).toString('hex') } : {}),
+      ...storeEnv,
       ...env,
     },
     execArgv: serverNodeArgs(),
@@ -315,7 +319,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       if (databaseUrl && schema) await dropSchema(databaseUrl, schema);
     },
   });
-  return { ...server, store: databaseUrl ? 'postgres' : 'sqlite' };
+  return { ...server, store: databaseUrl ? 'postgres' : 'sqlite', storeEnv };
 }
 
 // The parent drops the schema, not the child, so that a child that crashed still leaves nothing behind.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Type from 'typebox';
 import { HOUR, ManualClock, SECOND } from '../lib/clock.ts';
-import { connectAgain, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { connectAgain, createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { queueBed } from '../../test/queue-bed.ts';
 import { waitFor } from '../../test/wait.ts';
 import { JobError, defineJob, retrySchedule, type JobDefinition } from './job.ts';
@@ -124,6 +124,28 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.match(job.last_error ?? '', /timed out/);
   });
 
+  it('enqueueAll queues a fan-out in one statement, each job its own, and refuses a payload that does not match', async (t) => {
+    let queries = 0;
+    const counted = await createTestStore(t, { onQuery: () => queries++ });
+    const { queue, worker, db } = setup({ store: counted });
+    const seen: number[] = [];
+    worker.register(Tick, async ({ n }) => void seen.push(n));
+    const ids = await db.transaction().execute(async (trx) => {
+      queries = 0;
+      const queued = await queue.enqueueAll(trx, Tick, [{ n: 1 }, { n: 2 }, { n: 3 }]);
+      assert.equal(queries, 1);
+      return queued;
+    });
+    assert.equal(new Set(ids).size, 3);
+    assert.equal(await worker.drain(), 3);
+    assert.deepEqual(seen.sort(), [1, 2, 3]);
+    await assert.rejects(
+      db.transaction().execute((trx) => queue.enqueueAll(trx, Tick, [{ n: 4 }, { n: 'five' } as unknown as { n: number }])),
+      /does not match its schema/,
+    );
+    assert.equal(await worker.drain(), 0, 'nothing of the refused fan-out was queued');
+  });
+
   it('a dedupe key makes a timer exist once, ever; replace moves a waiting one; cancel removes it', async () => {
     const { queue, worker, db } = setup();
     const seen: number[] = [];
@@ -153,12 +175,12 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     await waitFor(async () => (await statusOf(id)).status === 'running', { message: 'the first worker to claim the job' });
 
     const second = setup({ leaseMs: 30 * SECOND });
-    const seen: number[] = [];
-    second.worker.register(Tick, async ({ n }) => void seen.push(n));
+    const seen: { n: number; previousAttemptLost: boolean }[] = [];
+    second.worker.register(Tick, async ({ n }, context) => void seen.push({ n, previousAttemptLost: context.previousAttemptLost }));
     assert.equal(await second.worker.drain(), 0, 'the lease still holds');
     clock.advance(30 * SECOND + 1);
     assert.equal(await second.worker.drain(), 1);
-    assert.deepEqual(seen, [1]);
+    assert.deepEqual(seen, [{ n: 1, previousAttemptLost: true }], 'the successor is told the attempt before it was lost');
     assert.equal((await statusOf(id)).attempts, 2);
 
     release();
@@ -183,6 +205,61 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.equal(job.status, 'queued');
     assert.equal(job.attempts, 0);
     assert.equal(job.locked_by, null);
+  });
+
+  describe('settling in batches', () => {
+    it("a handler's settle writes commit with its outcome; one whose write fails is retried alone, and the rest are recorded", async () => {
+      const { queue, worker, db } = setup({ concurrency: 10 });
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      worker.register(Tick, async ({ n }, context) => {
+        await gate;
+        context.inSettle(async (trx) => {
+          await queue.enqueue(trx, Newer, { n });
+          if (n === 3) throw new Error('the record could not be written');
+        });
+      });
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 10 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      const drained = worker.drain();
+      await waitFor(async () => (await statusOf(ids[9]!)).status === 'running', { message: 'the worker to claim every job' });
+      open();
+      assert.equal(await drained, 10);
+      const followUps = await db.selectFrom('jobs').select('payload').where('name', '=', Newer.name).execute();
+      assert.deepEqual(followUps.map((row) => (JSON.parse(row.payload) as { n: number }).n).sort(), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
+      const failed = await statusOf(ids[3]!);
+      assert.equal(failed.status, 'queued');
+      assert.equal(failed.last_error, 'the record could not be written');
+      assert.equal(failed.run_at, new Date(clock.now().getTime() + 5 * SECOND).toISOString());
+      for (const id of ids.filter((_, n) => n !== 3)) assert.equal((await statusOf(id)).status, 'succeeded');
+    });
+
+    it('attempts that finish together are settled in far fewer statements than jobs', async (t) => {
+      let queries = 0;
+      const counted = await createTestStore(t, { onQuery: () => queries++ });
+      const { queue, worker, db } = setup({ concurrency: 20, store: counted });
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      worker.register(Tick, () => gate);
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 20 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      queries = 0;
+      const drained = worker.drain();
+      await waitFor(
+        async () => (await counted.store.db.selectFrom('jobs').select('status').where('id', '=', ids[19]!).executeTakeFirstOrThrow()).status === 'running',
+        {
+          message: 'the worker to claim every job',
+        },
+      );
+      const claimQueries = queries;
+      open();
+      assert.equal(await drained, 20);
+      // After the claim (and this test's status reads): the settle transactions, each a begin, one
+      // update and a commit (the first job to finish is settled at once, the others gather behind
+      // it), then the drain's last, empty claim. One settle per job would be 20 statements or more.
+      const settleQueries = queries - claimQueries - 1;
+      assert.ok(settleQueries <= 9, `${settleQueries} statements settled 20 jobs`);
+      const jobs = await counted.store.db.selectFrom('jobs').select(['status', 'attempts']).execute();
+      assert.ok(jobs.every((job) => job.status === 'succeeded' && job.attempts === 1));
+    });
   });
 
   // PostgreSQL is the store for several processes; SQLite has one writer, so there the two workers

@@ -69,6 +69,39 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
       return id;
     },
 
+    /**
+     * Several jobs of one kind, due now, in one insert (a fan-out: an event to each of its endpoints).
+     * No dedupe key: each is a job of its own. Answers their ids, in the payloads' order.
+     */
+    async enqueueAll<D extends JobDefinition>(trx: Trx, definition: D, payloads: readonly JobPayload<D>[]): Promise<string[]> {
+      if (payloads.length === 0) return [];
+      for (const payload of payloads) {
+        if (!Value.Check(definition.payload, payload)) {
+          throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
+        }
+      }
+      const now = clock.now();
+      const at = now.toISOString();
+      const rows = payloads.map((payload) => ({
+        id: newId('job', now.getTime()),
+        name: definition.name,
+        payload: JSON.stringify(payload),
+        status: 'queued',
+        run_at: at,
+        attempts: 0,
+        max_attempts: definition.retry.maxAttempts,
+        locked_by: null,
+        locked_until: null,
+        last_error: null,
+        dedupe_key: null,
+        created_at: at,
+        updated_at: at,
+      }));
+      await trx.insertInto('jobs').values(rows).execute();
+      deps.onEnqueue?.();
+      return rows.map((row) => row.id);
+    },
+
     /** Removes a job that is still waiting (a timer that no longer applies). */
     async cancel(trx: Trx, dedupeKey: string): Promise<boolean> {
       const result = await trx.deleteFrom('jobs').where('dedupe_key', '=', dedupeKey).where('status', '=', 'queued').executeTakeFirst();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Db } from '../db/connect.ts';
+import type { Db, Trx } from '../db/connect.ts';
 import type { Dialect } from '../db/dialect.ts';
 import type { JobsTable } from '../db/schema.ts';
 import { SECOND, type Clock } from '../lib/clock.ts';
@@ -15,7 +15,24 @@ export interface JobContext {
   readonly maxAttempts: number;
   /** Aborted when the attempt times out or the worker shuts down. */
   readonly signal: AbortSignal;
+  /**
+   * The previous attempt's worker was lost in the middle of it (its lease ran out): that attempt's
+   * outcome is unknown and nothing recorded it, so a handler that logs attempts may record it now.
+   */
+  readonly previousAttemptLost: boolean;
+  /**
+   * Runs `write` in the transaction that records this attempt's outcome, so the attempt's own record
+   * (a delivery attempt, a webhook marked processed) and the job's status commit together: never one
+   * without the other, and no commit of its own. Called before the handler returns or throws; a write
+   * that throws turns the attempt into that failure (retried if it says retrying can help), and the
+   * job's status is then recorded without it. Writes are dropped when the attempt is handed back
+   * (shutdown) and when its time ran out first.
+   */
+  inSettle(write: SettleWrite): void;
 }
+
+/** A write that belongs to an attempt's outcome; it may run twice (a batch that failed is retried job by job). */
+export type SettleWrite = (trx: Trx) => Promise<void>;
 
 export type JobHandler<D extends JobDefinition> = (payload: JobPayload<D>, context: JobContext) => Promise<void>;
 
@@ -46,6 +63,8 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How long to wait before looking again when nothing was due. */
   pollMs?: number;
+  /** Most finished attempts recorded in one transaction (default: `concurrency`). */
+  settleBatch?: number;
   /**
    * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
    * must have a handler before the worker starts, and the recurring ones among them are scheduled.
@@ -58,6 +77,20 @@ export interface WorkerOptions {
  * does not spin on it, near enough that a worker that knows it takes it soon.
  */
 export const HAND_BACK_DELAY_MS = 30 * SECOND;
+
+/** `last_error` of a job taken over after its lease ran out: the attempt before is the lost one. */
+export const LOST_ATTEMPT_ERROR = 'worker_lost: the lease ran out during the previous attempt';
+
+type Outcome = Pick<JobsTable, 'status' | 'last_error'> & Partial<Pick<JobsTable, 'run_at'>>;
+
+/** A finished attempt waiting for its settle transaction. */
+interface Settlement {
+  job: JobsTable;
+  definition: JobDefinition;
+  outcome: Outcome;
+  writes: SettleWrite[];
+  done: { resolve: () => void; reject: (error: unknown) => void };
+}
 
 interface Registered {
   definition: JobDefinition;
@@ -78,16 +111,24 @@ export function createWorker(options: WorkerOptions) {
   const concurrency = options.concurrency ?? 16;
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 100;
+  const settleBatch = options.settleBatch ?? concurrency;
   const workerId = `wrk_${randomBytes(6).toString('hex')}`;
   // Claim in batches: refilling one slot each time a job finishes would cost a claim per job.
   const refillBelow = Math.max(1, Math.floor(concurrency / 2));
   const handlers = new Map<string, Registered>();
-  const inFlight = new Map<string, { promise: Promise<void>; abort: AbortController; attempts: number }>();
+  // A job holds its slot until its outcome is committed: the wait for the settle transaction is part
+  // of the attempt, so a burst is claimed and settled in batches rather than one job at a time.
+  const inFlight = new Map<string, { promise: Promise<void>; abort: AbortController; attempts: number; handlerDone: boolean }>();
   let running = false;
   let stopping = false;
   let loop: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
 
+  /**
+   * Claims up to `limit` due jobs in one statement (no transaction of its own): a CTE picks them, the
+   * update marks them running under this worker's lease and returns them. On PostgreSQL the CTE's
+   * rows are locked `SKIP LOCKED`, so concurrent claims (other processes) take disjoint jobs.
+   */
   async function claim(limit: number): Promise<JobsTable[]> {
     const now = clock.now();
     const nowIso = now.toISOString();
@@ -95,59 +136,36 @@ export function createWorker(options: WorkerOptions) {
     // path: the name is checked on the rows it yields, which are nearly all known ones.
     const names = [...handlers.keys()];
     if (names.length === 0) return [];
-    return db.transaction().execute(async (trx) => {
-      // Two queries rather than one OR: each is a range of the (status, run_at) index read in order,
-      // where an OR made the store sort every due job to pick the next few.
-      // A running job whose lease ran out belongs to a worker that died; it goes first.
-      const expired = await dialect
-        .lockSkipLocked(
-          trx.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).where('name', 'in', names).limit(limit),
-        )
-        .execute();
-      const queued =
-        expired.length < limit
-          ? await dialect
-              .lockSkipLocked(
-                trx
-                  .selectFrom('jobs')
-                  .select('id')
-                  .where('status', '=', 'queued')
-                  .where('run_at', '<=', nowIso)
-                  .where('name', 'in', names)
-                  .orderBy('run_at')
-                  .limit(limit - expired.length),
-              )
-              .execute()
-          : [];
-      const due = [...expired, ...queued];
-      if (due.length === 0) return [];
-      return trx
-        .updateTable('jobs')
-        .set({
-          status: 'running',
-          locked_by: workerId,
-          locked_until: new Date(now.getTime() + leaseMs).toISOString(),
-          attempts: sql<number>`attempts + 1`,
-          updated_at: nowIso,
-        })
-        .where(
-          'id',
-          'in',
-          due.map((row) => row.id),
-        )
-        .returningAll()
-        .execute();
-    });
-  }
-
-  /** Records an attempt's outcome, unless the lease was lost and the job now belongs to someone else. */
-  async function settle(job: JobsTable, changes: Partial<JobsTable>): Promise<void> {
-    await db
+    // Two ranges rather than one OR: each is a range of the (status, run_at) index read in order,
+    // where an OR made the store sort every due job to pick the next few. A running job whose lease
+    // ran out belongs to a worker that died; it goes first. Each range sits in a derived table of its
+    // own, which is where a LIMIT (and PostgreSQL's row lock) may stand inside a UNION on both backends.
+    const expired = dialect.lockSkipLocked(
+      db.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).where('name', 'in', names).limit(limit),
+    );
+    const queued = dialect.lockSkipLocked(
+      db.selectFrom('jobs').select('id').where('status', '=', 'queued').where('run_at', '<=', nowIso).where('name', 'in', names).orderBy('run_at').limit(limit),
+    );
+    return db
+      .with('due', (qb) =>
+        qb
+          .selectFrom(expired.as('expired'))
+          .select('id')
+          .unionAll(qb.selectFrom(queued.as('queued')).select('id'))
+          .limit(limit),
+      )
       .updateTable('jobs')
-      .set({ ...changes, locked_by: null, locked_until: null, updated_at: clock.now().toISOString() })
-      .where('id', '=', job.id)
-      .where('locked_by', '=', workerId)
-      .where('attempts', '=', job.attempts)
+      .set({
+        status: 'running',
+        locked_by: workerId,
+        locked_until: new Date(now.getTime() + leaseMs).toISOString(),
+        attempts: sql<number>`attempts + 1`,
+        // The right-hand side reads the row as it was: a job still `running` is one taken over.
+        last_error: sql<string | null>`case when status = 'running' then ${LOST_ATTEMPT_ERROR} else last_error end`,
+        updated_at: nowIso,
+      })
+      .where('id', 'in', (qb) => qb.selectFrom('due').select('due.id'))
+      .returningAll()
       .execute();
   }
 
@@ -177,7 +195,105 @@ export function createWorker(options: WorkerOptions) {
     return new Date(clock.now().getTime() + definition.retry.delayMs(attempts));
   }
 
-  async function execute(job: JobsTable, abort: AbortController): Promise<void> {
+  /** What a failed attempt leaves on its job: queued again at its next time, or failed for good. */
+  function failure(job: JobsTable, definition: JobDefinition, error: unknown): Outcome {
+    const message = error instanceof Error ? error.message : String(error);
+    const again = isRetryable(error) && job.attempts < job.max_attempts;
+    if (!again) log.warn({ job_id: job.id, job: job.name, attempts: job.attempts, err: error }, 'job failed for good');
+    return again
+      ? { status: 'queued', run_at: nextRunAt(error, definition, job.attempts).toISOString(), last_error: message }
+      : { status: 'failed', last_error: message };
+  }
+
+  // Finished attempts wait here for the next settle transaction. One is committed at a time: while it
+  // runs, the attempts that finish meanwhile gather into the next, so a busy worker commits many
+  // outcomes at once and an idle one commits each at once, without waiting on a timer.
+  const settling: Settlement[] = [];
+  let flushing = false;
+
+  function settle(settlement: Omit<Settlement, 'done'>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      settling.push({ ...settlement, done: { resolve, reject } });
+      if (!flushing) void flush();
+    });
+  }
+
+  async function flush(): Promise<void> {
+    flushing = true;
+    try {
+      while (settling.length > 0) {
+        const batch = settling.splice(0, settleBatch);
+        try {
+          await db.transaction().execute((trx) => settleBatchIn(trx, batch));
+          for (const entry of batch) entry.done.resolve();
+        } catch {
+          // One attempt's write failed (or the store did): each is tried again in a transaction of its
+          // own, so the others are recorded and only that attempt takes the failure.
+          for (const entry of batch) await settleAlone(entry);
+        }
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  async function settleAlone(entry: Settlement): Promise<void> {
+    try {
+      await db.transaction().execute((trx) => settleBatchIn(trx, [entry]));
+      entry.done.resolve();
+      return;
+    } catch (error) {
+      if (entry.writes.length === 0) return entry.done.reject(error);
+      // The attempt's own write is what failed: record that failure, without the write.
+      entry.writes = [];
+      entry.outcome = failure(entry.job, entry.definition, error);
+    }
+    try {
+      await db.transaction().execute((trx) => settleBatchIn(trx, [entry]));
+      entry.done.resolve();
+    } catch (error) {
+      entry.done.reject(error);
+    }
+  }
+
+  /**
+   * Each attempt's writes, then the jobs' outcomes, recorded only where this worker still holds the
+   * lease (worker id and attempt): a worker presumed dead that comes back cannot overwrite its
+   * successor's result. Successes differ only by their attempt number, so they take one statement
+   * per number (nearly always one); a failure carries its own time and error.
+   */
+  async function settleBatchIn(trx: Trx, batch: Settlement[]): Promise<void> {
+    for (const entry of batch) for (const write of entry.writes) await write(trx);
+    const updatedAt = clock.now().toISOString();
+    const released = { locked_by: null, locked_until: null, updated_at: updatedAt };
+    const succeeded = new Map<number, string[]>();
+    for (const { job, outcome } of batch) {
+      if (outcome.status === 'succeeded') {
+        const ids = succeeded.get(job.attempts) ?? [];
+        ids.push(job.id);
+        succeeded.set(job.attempts, ids);
+        continue;
+      }
+      await trx
+        .updateTable('jobs')
+        .set({ ...outcome, ...released })
+        .where('id', '=', job.id)
+        .where('locked_by', '=', workerId)
+        .where('attempts', '=', job.attempts)
+        .execute();
+    }
+    for (const [attempts, ids] of succeeded) {
+      await trx
+        .updateTable('jobs')
+        .set({ status: 'succeeded', last_error: null, ...released })
+        .where('id', 'in', ids)
+        .where('locked_by', '=', workerId)
+        .where('attempts', '=', attempts)
+        .execute();
+    }
+  }
+
+  async function execute(job: JobsTable, abort: AbortController, handlerDone: () => void): Promise<void> {
     const registered = handlers.get(job.name);
     if (!registered) {
       // Claims ask for known names only, so this is a safety net: a job is never failed for want of
@@ -186,45 +302,54 @@ export function createWorker(options: WorkerOptions) {
       await handBack(job.id, job.attempts, new Date(clock.now().getTime() + HAND_BACK_DELAY_MS));
       return;
     }
-    const timeoutMs = registered.definition.timeoutMs;
+    const { definition } = registered;
+    const timeoutMs = definition.timeoutMs;
     const timer = setTimeout(() => abort.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+    const writes: SettleWrite[] = [];
+    // Closed once the outcome is decided: a handler still running after its time-out adds nothing.
+    let open = true;
+    let outcome: Outcome;
     try {
       const payload = JSON.parse(job.payload) as unknown;
-      const context: JobContext = { id: job.id, attempt: job.attempts, maxAttempts: job.max_attempts, signal: abort.signal };
+      const context: JobContext = {
+        id: job.id,
+        attempt: job.attempts,
+        maxAttempts: job.max_attempts,
+        signal: abort.signal,
+        previousAttemptLost: job.last_error === LOST_ATTEMPT_ERROR,
+        inSettle: (write) => void (open && writes.push(write)),
+      };
       await Promise.race([
         registered.handler(payload, context),
         new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true })),
       ]);
       // A handler that returns after its time ran out still timed out: its work may be half done.
       if (abort.signal.aborted) throw abort.signal.reason;
-      await settle(job, { status: 'succeeded', last_error: null });
+      outcome = { status: 'succeeded', last_error: null };
     } catch (error) {
       // Aborted by `stop`: the job goes back to the queue uncounted there, not as a failed attempt.
       if (stopping && abort.signal.aborted) return;
-      const message = error instanceof Error ? error.message : String(error);
-      const again = isRetryable(error) && job.attempts < job.max_attempts;
-      if (!again) log.warn({ job_id: job.id, job: job.name, attempts: job.attempts, err: error }, 'job failed for good');
-      await settle(
-        job,
-        again
-          ? { status: 'queued', run_at: nextRunAt(error, registered.definition, job.attempts).toISOString(), last_error: message }
-          : { status: 'failed', last_error: message },
-      );
+      if (abort.signal.aborted) writes.length = 0;
+      outcome = failure(job, definition, error);
     } finally {
+      open = false;
       clearTimeout(timer);
     }
+    handlerDone();
+    await settle({ job, definition, outcome, writes });
   }
 
   function start(job: JobsTable): Promise<void> {
     const abort = new AbortController();
-    const promise = execute(job, abort)
+    const entry = { promise: Promise.resolve(), abort, attempts: job.attempts, handlerDone: false };
+    entry.promise = execute(job, abort, () => (entry.handlerDone = true))
       .catch((error: unknown) => log.error({ job_id: job.id, err: error }, 'could not record a job outcome'))
       .finally(() => {
         inFlight.delete(job.id);
         wakeUp?.();
       });
-    inFlight.set(job.id, { promise, abort, attempts: job.attempts });
-    return promise;
+    inFlight.set(job.id, entry);
+    return entry.promise;
   }
 
   function assertComplete(): void {
@@ -295,10 +420,12 @@ export function createWorker(options: WorkerOptions) {
       await loop;
       const deadline = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
       await Promise.race([Promise.allSettled([...inFlight.values()].map((job) => job.promise)), deadline]);
-      const unfinished = [...inFlight.entries()];
+      // Only attempts still running are cut off; those already done are waiting for their commit.
+      const unfinished = [...inFlight.entries()].filter(([, job]) => !job.handlerDone);
       stopping = true;
       for (const [, job] of unfinished) job.abort.abort(new Error('worker stopping'));
       for (const [id, job] of unfinished) await handBack(id, job.attempts);
+      await Promise.allSettled([...inFlight.values()].map((job) => job.promise));
     },
 
     /**

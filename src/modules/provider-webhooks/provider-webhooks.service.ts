@@ -1,6 +1,7 @@
 import type { Db, Trx } from '../../db/connect.ts';
 import { providerWebhookProcess } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
+import type { JobContext } from '../../jobs/worker.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { constantTimeEqual, sha256Hex } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -11,6 +12,10 @@ import type { ConnectionsService, ServingConnection } from '../connections/index
 import type { MessagesService } from '../messages/index.ts';
 import type { TemplatesService } from '../templates/index.ts';
 import type { ProviderWebhooksStore } from './provider-webhooks.store.ts';
+
+/** Updates that need nothing but the store: applied in one transaction with the webhook's processing mark and its job's outcome. */
+type LocalUpdate = Exclude<ProviderUpdate, { kind: 'number_quality' | 'account' }>;
+const isLocal = (update: ProviderUpdate): update is LocalUpdate => update.kind !== 'number_quality' && update.kind !== 'account';
 
 /** The provider's account events after which we can no longer reach the account's numbers. */
 const ACCESS_ENDED = new Set(['PARTNER_REMOVED', 'PARTNER_APP_UNINSTALLED', 'ACCOUNT_DELETED', 'ACCOUNT_OFFBOARDED']);
@@ -46,77 +51,88 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
     return connection;
   }
 
-  /** Applies one update. Each runs in its own transaction, so that a retry redoes only what did not commit. */
-  async function apply(update: ProviderUpdate): Promise<void> {
+  /** Applies an update that needs nothing but the store, in the caller's transaction. */
+  async function applyIn(trx: Trx, update: LocalUpdate): Promise<void> {
     switch (update.kind) {
-      case 'message':
-        return db.transaction().execute(async (trx) => {
-          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
-          if (!connection) return;
-          if (update.from === undefined) {
-            log.warn({ connection_id: connection.id }, 'inbound message without a phone number (username-only user); skipped');
-            return;
-          }
-          await messages.receive(trx, connection, {
-            providerMessageId: update.providerMessageId,
-            from: update.from,
-            profileName: update.profileName,
-            sentAt: update.sentAt,
-            body: update.body,
-          });
+      case 'message': {
+        const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+        if (!connection) return;
+        if (update.from === undefined) {
+          log.warn({ connection_id: connection.id }, 'inbound message without a phone number (username-only user); skipped');
+          return;
+        }
+        await messages.receive(trx, connection, {
+          providerMessageId: update.providerMessageId,
+          from: update.from,
+          profileName: update.profileName,
+          sentAt: update.sentAt,
+          body: update.body,
         });
-      case 'status':
-        return db.transaction().execute(async (trx) => {
-          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
-          if (!connection) return;
-          const known = await messages.applyStatus(trx, connection, update);
+        return;
+      }
+      case 'status': {
+        const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+        if (!connection) return;
+        const known = await messages.applyStatus(trx, connection, update);
+        if (!known)
+          log.info(
+            { connection_id: connection.id, provider_message_id: update.providerMessageId },
+            'status for a message not sent through this service; skipped',
+          );
+        return;
+      }
+      case 'history': {
+        const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+        if (!connection) return;
+        let imported = 0;
+        for (const thread of update.threads) imported += await messages.importHistory(trx, connection, thread);
+        const failure = update.errors[0];
+        await connections.historyImported(trx, connection.id, {
+          progress: update.progress,
+          messages: imported,
+          failure: failure && `${failure.title ?? 'The history import failed'} (provider code ${failure.code})`,
+        });
+        return;
+      }
+      case 'errors':
+        log.warn({ phone_number_id: update.number.phoneNumberId, errors: update.errors }, 'the provider reported errors for a number');
+        return;
+      case 'template_status': {
+        for (const connection of await connections.findServingAccount(trx, update.wabaId)) {
+          const known = await templates.statusChanged(trx, connection.id, update);
           if (!known)
             log.info(
-              { connection_id: connection.id, provider_message_id: update.providerMessageId },
-              'status for a message not sent through this service; skipped',
+              { connection_id: connection.id, provider_template_id: update.providerTemplateId },
+              'status of a template not synced yet; the next sync records it',
             );
-        });
-      case 'history':
-        return db.transaction().execute(async (trx) => {
-          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
-          if (!connection) return;
-          let imported = 0;
-          for (const thread of update.threads) imported += await messages.importHistory(trx, connection, thread);
-          const failure = update.errors[0];
-          await connections.historyImported(trx, connection.id, {
-            progress: update.progress,
-            messages: imported,
-            failure: failure && `${failure.title ?? 'The history import failed'} (provider code ${failure.code})`,
-          });
-        });
+        }
+        return;
+      }
+      case 'echo': {
+        const connection = await serving(trx, update.number.phoneNumberId, update.kind);
+        if (connection) await messages.recordEcho(trx, connection, update);
+        return;
+      }
+      case 'unhandled':
+        log.info({ kind: update.kind }, 'provider update kept but not processed');
+        return;
+    }
+  }
+
+  /**
+   * Applies an update on its own: one that reads the provider or writes in transactions of its own
+   * (a number's quality, an account's end), or a local one in a transaction of its own.
+   */
+  async function applyAlone(update: ProviderUpdate): Promise<void> {
+    switch (update.kind) {
       case 'number_quality':
         return connections.numberQualityChanged(update.wabaId, update.displayPhoneNumber);
       case 'account':
         if (ACCESS_ENDED.has(update.event)) await connections.accountRemoved(update.wabaId, update.event);
         else log.info({ waba_id: update.wabaId, event: update.event }, 'provider account update recorded');
         return;
-      case 'errors':
-        log.warn({ phone_number_id: update.number.phoneNumberId, errors: update.errors }, 'the provider reported errors for a number');
-        return;
-      case 'template_status':
-        return db.transaction().execute(async (trx) => {
-          for (const connection of await connections.findServingAccount(trx, update.wabaId)) {
-            const known = await templates.statusChanged(trx, connection.id, update);
-            if (!known)
-              log.info(
-                { connection_id: connection.id, provider_template_id: update.providerTemplateId },
-                'status of a template not synced yet; the next sync records it',
-              );
-          }
-        });
-      case 'echo':
-        return db.transaction().execute(async (trx) => {
-          const connection = await serving(trx, update.number.phoneNumberId, update.kind);
-          if (connection) await messages.recordEcho(trx, connection, update);
-        });
-      case 'unhandled':
-        log.info({ kind: update.kind }, 'provider update kept but not processed');
-        return;
+      default:
+        return db.transaction().execute((trx) => applyIn(trx, update));
     }
   }
 
@@ -166,8 +182,13 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       return { duplicate: !inserted };
     },
 
-    /** The `provider_webhook.process` job. */
-    async process(id: string): Promise<void> {
+    /**
+     * The `provider_webhook.process` job. When every update needs only the store (the usual case:
+     * messages, statuses, echoes), they are applied, the webhook marked processed and the job settled
+     * in one transaction, the job's settle transaction. Otherwise each update runs on its own, in
+     * order (a retry redoes only what did not commit), and the mark goes with the job's outcome.
+     */
+    async process(id: string, context: Pick<JobContext, 'inSettle'>): Promise<void> {
       const row = await store.find(db, id);
       if (!row || row.processed_at !== null) return;
       let updates: ProviderUpdate[];
@@ -176,15 +197,20 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       } catch (error) {
         // Retrying cannot make a body an envelope: record why and stop.
         log.warn({ err: error, provider_webhook_id: id }, 'provider webhook is not an envelope; kept unprocessed');
-        await store.markProcessed(db, id, {
-          processed_at: clock.now().toISOString(),
-          updates: 0,
-          error: error instanceof Error ? error.message : String(error),
+        const outcome = { processed_at: clock.now().toISOString(), updates: 0, error: error instanceof Error ? error.message : String(error) };
+        context.inSettle((trx) => store.markProcessed(trx, id, outcome));
+        return;
+      }
+      const outcome = { processed_at: clock.now().toISOString(), updates: updates.length, error: null };
+      if (updates.every(isLocal)) {
+        context.inSettle(async (trx) => {
+          for (const update of updates) await applyIn(trx, update);
+          await store.markProcessed(trx, id, outcome);
         });
         return;
       }
-      for (const update of updates) await apply(update);
-      await store.markProcessed(db, id, { processed_at: clock.now().toISOString(), updates: updates.length, error: null });
+      for (const update of updates) await applyAlone(update);
+      context.inSettle((trx) => store.markProcessed(trx, id, outcome));
     },
   };
 }

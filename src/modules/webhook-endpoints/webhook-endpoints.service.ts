@@ -6,8 +6,9 @@ import type { EventEnvelope } from '../../events/envelope.ts';
 import { signatureHeader } from '../../events/webhook-signature.ts';
 import { webhookDelivery } from '../../jobs/catalog.ts';
 import { JobError } from '../../jobs/job.ts';
+import type { JobContext } from '../../jobs/worker.ts';
 import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
-import { DAY, type Clock } from '../../lib/clock.ts';
+import { DAY, SECOND, type Clock } from '../../lib/clock.ts';
 import { randomToken, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -35,6 +36,40 @@ export const SECRET_ROTATION_OVERLAP_MS = DAY;
  */
 export const DELIVERY_RETENTION_MS = 30 * DAY;
 
+/**
+ * How long the delivery job keeps an endpoint (and its opened signing secrets) in memory, so a burst
+ * to one endpoint reads and decrypts it once rather than per delivery. A change made in this process
+ * (update, rotation, deletion, auto-disable) drops it at once; other processes see it within this time.
+ */
+export const ENDPOINT_CACHE_TTL_MS = 3 * SECOND;
+const MAX_CACHED_ENDPOINTS = 1_024;
+// Events never change once stored, so an envelope (and its bytes) is kept until crowded out: a fan-out
+// to many endpoints, or a retry, reads and serialises it once.
+const MAX_CACHED_EVENTS = 1_024;
+
+/** What a delivery needs of an endpoint, as the job's cache holds it. */
+interface DeliveryTarget {
+  id: string;
+  organizationId: string;
+  url: string;
+  status: string;
+  current: string;
+  previous: { secret: string; expiresAt: string } | null;
+  /**
+   * The endpoint had failures counted when it was read, or this process counted one since: a success
+   * must reset the count. A failure counted by another process is seen within the cache's time.
+   */
+  failing: boolean;
+  expiresAt: number;
+}
+
+/** Keeps at most `max` entries, dropping the oldest inserted first. */
+function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): V {
+  if (map.size >= max) map.delete(map.keys().next().value!);
+  map.set(key, value);
+  return value;
+}
+
 function toDelivery(row: WebhookDeliveriesTable): WebhookDelivery {
   return {
     id: row.id,
@@ -61,7 +96,7 @@ export interface WebhookEndpointsServiceDeps {
   clock: Clock;
   secrets: SecretBox;
   transport: DeliveryTransport;
-  queue: Pick<Queue, 'enqueue'>;
+  queue: Pick<Queue, 'enqueueAll'>;
   /** Emits `ping` for the test operation and looks events up for deliveries. */
   events: Pick<EventEmitter, 'emit' | 'find'>;
   audit: Pick<AuditEventsService, 'record'>;
@@ -108,74 +143,120 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
 
   const newSecret = () => `whsec_${randomToken(24)}`;
 
+  const targets = new Map<string, DeliveryTarget>();
+  const envelopes = new Map<string, { event: EventEnvelope; body: string }>();
+
+  function toTarget(row: WebhookEndpointsTable): DeliveryTarget {
+    return {
+      id: row.id,
+      organizationId: row.organization_id,
+      url: row.url,
+      status: row.status,
+      current: secrets.open(row.secret),
+      previous:
+        row.previous_secret && row.previous_secret_expires_at ? { secret: secrets.open(row.previous_secret), expiresAt: row.previous_secret_expires_at } : null,
+      failing: row.consecutive_failures > 0,
+      expiresAt: clock.now().getTime() + ENDPOINT_CACHE_TTL_MS,
+    };
+  }
+
+  /** The endpoint as the delivery job sees it: from the cache while fresh, else read and opened again. */
+  async function targetFor(id: string): Promise<DeliveryTarget | undefined> {
+    const cached = targets.get(id);
+    if (cached && cached.expiresAt > clock.now().getTime()) return cached;
+    const row = await store.findById(db, id);
+    if (!row) {
+      targets.delete(id);
+      return undefined;
+    }
+    targets.delete(id);
+    return remember(targets, id, toTarget(row), MAX_CACHED_ENDPOINTS);
+  }
+
+  /** Called after a change to the endpoint commits, so no delivery here uses what it was before. */
+  const forget = (id: string) => void targets.delete(id);
+  // After the commit, not before: a delivery reading the endpoint meanwhile would cache the old row.
+  const forgetAfter = async <T>(id: string, change: Promise<T>): Promise<T> => {
+    try {
+      return await change;
+    } finally {
+      forget(id);
+    }
+  };
+
+  async function envelopeFor(organizationId: string, eventId: string): Promise<{ event: EventEnvelope; body: string } | undefined> {
+    const cached = envelopes.get(eventId);
+    if (cached) return cached.event.organization_id === organizationId ? cached : undefined;
+    const event = await events.find(db, organizationId, eventId);
+    return event && remember(envelopes, eventId, { event, body: JSON.stringify(event) }, MAX_CACHED_EVENTS);
+  }
+
+  function targetSecrets(target: DeliveryTarget): string[] {
+    return target.previous && target.previous.expiresAt > clock.now().toISOString() ? [target.current, target.previous.secret] : [target.current];
+  }
+
   /**
-   * One attempt: recorded as pending before anything is sent, so a crash mid-send leaves a trace,
-   * then completed with what the receiver said.
+   * One attempt: sends the event and answers the attempt's row, complete with what the receiver said.
+   * The caller records it: the delivery job in the transaction that settles the job, the person's
+   * test and replay at once.
    */
   async function attempt(
-    endpoint: WebhookEndpointsTable,
-    event: EventEnvelope,
+    target: { id: string; organizationId: string; url: string; secrets: string[] },
+    event: { event: EventEnvelope; body: string },
     options: { attempt: number; replayOf: string | null; nextRetryAt: Date | null },
-  ): Promise<{ delivery: WebhookDelivery; ok: boolean; result: SendResult }> {
+  ): Promise<{ row: WebhookDeliveriesTable; ok: boolean; result: SendResult }> {
     const started = clock.now();
+    const { body } = event;
+    const headers = {
+      'service-signature': signatureHeader(body, target.secrets, Math.floor(started.getTime() / 1000)),
+      'service-event-id': event.event.id,
+      'service-event-type': event.event.type,
+    };
+    const result = await transport.send(target.url, body, headers);
+    const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
     const row: WebhookDeliveriesTable = {
       id: newId('webhookDelivery', started.getTime()),
-      organization_id: endpoint.organization_id,
-      endpoint_id: endpoint.id,
-      event_id: event.id,
-      event_type: event.type,
+      organization_id: target.organizationId,
+      endpoint_id: target.id,
+      event_id: event.event.id,
+      event_type: event.event.type,
       attempt: options.attempt,
       replay_of: options.replayOf,
-      status: 'pending',
-      response_status: null,
-      response_excerpt: null,
-      error: null,
-      duration_ms: null,
-      next_retry_at: null,
-      created_at: started.toISOString(),
-      completed_at: null,
-    };
-    await store.insertDelivery(db, row);
-    const body = JSON.stringify(event);
-    const headers = {
-      'service-signature': signatureHeader(body, signingSecrets(endpoint), Math.floor(clock.now().getTime() / 1000)),
-      'service-event-id': event.id,
-      'service-event-type': event.type,
-    };
-    const result = await transport.send(endpoint.url, body, headers);
-    const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
-    const outcome: Partial<WebhookDeliveriesTable> = {
       status: ok ? 'succeeded' : 'failed',
       response_status: result.kind === 'response' ? result.status : null,
       response_excerpt: result.kind === 'response' ? result.excerpt : null,
       error: result.kind === 'error' ? result.error : null,
       duration_ms: Math.round(result.durationMs),
       next_retry_at: ok ? null : (options.nextRetryAt?.toISOString() ?? null),
+      created_at: started.toISOString(),
       completed_at: clock.now().toISOString(),
     };
-    await store.updateDelivery(db, row.id, outcome);
-    return { delivery: toDelivery({ ...row, ...outcome }), ok, result };
+    return { row, ok, result };
   }
 
+  /** What the test operation and a replay send to: the endpoint as stored now, not the job's cache. */
+  const rowTarget = (row: WebhookEndpointsTable) => ({ id: row.id, organizationId: row.organization_id, url: row.url, secrets: signingSecrets(row) });
+
   /** Counts a failure and disables the endpoint once failures have run 100 in a row across 24 hours. */
-  async function countFailure(endpoint: WebhookEndpointsTable): Promise<boolean> {
+  async function countFailure(endpoint: DeliveryTarget): Promise<boolean> {
     const now = clock.now();
     const counters = await store.recordFailure(db, endpoint.id, now.toISOString());
+    endpoint.failing = true;
     if (!counters?.first_failure_at || counters.status !== 'enabled') return false;
     const span = now.getTime() - new Date(counters.first_failure_at).getTime();
     if (counters.consecutive_failures < AUTO_DISABLE.consecutiveFailures || span < AUTO_DISABLE.spanMs) return false;
-    return db.transaction().execute(async (trx) => {
+    const disabled = await db.transaction().execute(async (trx) => {
       if (!(await store.disable(trx, endpoint.id, 'consecutive_failures', now.toISOString()))) return false;
       await audit.record(
         trx,
-        { system: true, organizationId: endpoint.organization_id },
+        { system: true, organizationId: endpoint.organizationId },
         {
           action: 'webhook_endpoint.auto_disabled',
           target: { type: 'webhook_endpoint', id: endpoint.id },
           data: { url: endpoint.url, consecutive_failures: counters.consecutive_failures, failing_since: counters.first_failure_at },
         },
       );
-      await mail.notifyOwners(trx, endpoint.organization_id, {
+      await mail.notifyOwners(trx, endpoint.organizationId, {
         subject: 'A webhook endpoint was disabled',
         text:
           `Deliveries to ${endpoint.url} (${endpoint.id}) failed ${counters.consecutive_failures} times in a row ` +
@@ -184,6 +265,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       });
       return true;
     });
+    if (disabled) forget(endpoint.id);
+    return disabled;
   }
 
   return {
@@ -194,11 +277,14 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
      */
     async queueDeliveries(trx: Trx, event: EventEnvelope): Promise<void> {
       if (event.type === 'ping') return;
+      const payloads: { event_id: string; endpoint_id: string }[] = [];
       for (const endpoint of await store.listEnabled(trx, event.organization_id)) {
         if (!(JSON.parse(endpoint.events) as string[]).includes(event.type)) continue;
         if (endpoint.connection_id !== null && endpoint.connection_id !== event.connection_id) continue;
-        await queue.enqueue(trx, webhookDelivery, { event_id: event.id, endpoint_id: endpoint.id });
+        payloads.push({ event_id: event.id, endpoint_id: endpoint.id });
       }
+      // One insert for the whole fan-out.
+      await queue.enqueueAll(trx, webhookDelivery, payloads);
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
@@ -250,56 +336,65 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
 
     async update(actor: Actor, id: string, input: UpdateWebhookEndpointInput): Promise<WebhookEndpoint> {
       if (input.url !== undefined) await transport.checkUrl(input.url, '/url');
-      return db.transaction().execute(async (trx) => {
-        const row = await getRow(trx, actor.principal, id);
-        const now = clock.now().toISOString();
-        const enabling = input.status === 'enabled' && row.status !== 'enabled';
-        const changes: Partial<WebhookEndpointsTable> = {
-          ...(input.url !== undefined ? { url: input.url } : {}),
-          ...(input.events !== undefined ? { events: JSON.stringify(input.events) } : {}),
-          ...(input.description !== undefined ? { description: input.description } : {}),
-          ...(input.metadata !== undefined ? { metadata: JSON.stringify(input.metadata) } : {}),
-          ...(input.status === 'disabled' && row.status !== 'disabled' ? { status: 'disabled', disabled_reason: 'manual' } : {}),
-          // Enabling again starts the failure count afresh: the owner says the receiver is fixed.
-          ...(enabling ? { status: 'enabled', disabled_reason: null, consecutive_failures: 0, first_failure_at: null } : {}),
-          updated_at: now,
-        };
-        await store.update(trx, id, changes);
-        const updated = { ...row, ...changes };
-        await audit.record(trx, actor, {
-          action: 'webhook_endpoint.updated',
-          target: { type: 'webhook_endpoint', id },
-          data: { fields: Object.keys(input) },
-        });
-        return toEndpoint(updated);
-      });
+      return forgetAfter(
+        id,
+        db.transaction().execute(async (trx) => {
+          const row = await getRow(trx, actor.principal, id);
+          const now = clock.now().toISOString();
+          const enabling = input.status === 'enabled' && row.status !== 'enabled';
+          const changes: Partial<WebhookEndpointsTable> = {
+            ...(input.url !== undefined ? { url: input.url } : {}),
+            ...(input.events !== undefined ? { events: JSON.stringify(input.events) } : {}),
+            ...(input.description !== undefined ? { description: input.description } : {}),
+            ...(input.metadata !== undefined ? { metadata: JSON.stringify(input.metadata) } : {}),
+            ...(input.status === 'disabled' && row.status !== 'disabled' ? { status: 'disabled', disabled_reason: 'manual' } : {}),
+            // Enabling again starts the failure count afresh: the owner says the receiver is fixed.
+            ...(enabling ? { status: 'enabled', disabled_reason: null, consecutive_failures: 0, first_failure_at: null } : {}),
+            updated_at: now,
+          };
+          await store.update(trx, id, changes);
+          const updated = { ...row, ...changes };
+          await audit.record(trx, actor, {
+            action: 'webhook_endpoint.updated',
+            target: { type: 'webhook_endpoint', id },
+            data: { fields: Object.keys(input) },
+          });
+          return toEndpoint(updated);
+        }),
+      );
     },
 
     async delete(actor: Actor, id: string): Promise<{ id: string; object: 'webhook_endpoint'; deleted: true }> {
-      return db.transaction().execute(async (trx) => {
-        const row = await getRow(trx, actor.principal, id);
-        // Waiting deliveries find the endpoint gone and stop; its attempt history goes with it.
-        await store.delete(trx, id);
-        await audit.record(trx, actor, { action: 'webhook_endpoint.deleted', target: { type: 'webhook_endpoint', id }, data: { url: row.url } });
-        return { id, object: 'webhook_endpoint' as const, deleted: true as const };
-      });
+      return forgetAfter(
+        id,
+        db.transaction().execute(async (trx) => {
+          const row = await getRow(trx, actor.principal, id);
+          // Waiting deliveries find the endpoint gone and stop; its attempt history goes with it.
+          await store.delete(trx, id);
+          await audit.record(trx, actor, { action: 'webhook_endpoint.deleted', target: { type: 'webhook_endpoint', id }, data: { url: row.url } });
+          return { id, object: 'webhook_endpoint' as const, deleted: true as const };
+        }),
+      );
     },
 
     async rotateSecret(actor: Actor, id: string) {
-      return db.transaction().execute(async (trx) => {
-        const row = await getRow(trx, actor.principal, id);
-        const secret = newSecret();
-        const expires = new Date(clock.now().getTime() + SECRET_ROTATION_OVERLAP_MS).toISOString();
-        // Only two secrets are ever valid: a second rotation within the overlap retires the oldest.
-        await store.update(trx, id, {
-          secret: secrets.seal(secret),
-          previous_secret: row.secret,
-          previous_secret_expires_at: expires,
-          updated_at: clock.now().toISOString(),
-        });
-        await audit.record(trx, actor, { action: 'webhook_endpoint.secret_rotated', target: { type: 'webhook_endpoint', id } });
-        return { object: 'webhook_endpoint_secret' as const, endpoint_id: id, secret, previous_secret_expires_at: expires };
-      });
+      return forgetAfter(
+        id,
+        db.transaction().execute(async (trx) => {
+          const row = await getRow(trx, actor.principal, id);
+          const secret = newSecret();
+          const expires = new Date(clock.now().getTime() + SECRET_ROTATION_OVERLAP_MS).toISOString();
+          // Only two secrets are ever valid: a second rotation within the overlap retires the oldest.
+          await store.update(trx, id, {
+            secret: secrets.seal(secret),
+            previous_secret: row.secret,
+            previous_secret_expires_at: expires,
+            updated_at: clock.now().toISOString(),
+          });
+          await audit.record(trx, actor, { action: 'webhook_endpoint.secret_rotated', target: { type: 'webhook_endpoint', id } });
+          return { object: 'webhook_endpoint_secret' as const, endpoint_id: id, secret, previous_secret_expires_at: expires };
+        }),
+      );
     },
 
     /** Sends a `ping` now and reports what the receiver said; it does not count towards auto-disable. */
@@ -308,7 +403,13 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const ping = await db
         .transaction()
         .execute((trx) => events.emit(trx, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) }));
-      const { delivery, ok, result } = await attempt(row, ping, { attempt: 1, replayOf: null, nextRetryAt: null });
+      const {
+        row: attempted,
+        ok,
+        result,
+      } = await attempt(rowTarget(row), { event: ping, body: JSON.stringify(ping) }, { attempt: 1, replayOf: null, nextRetryAt: null });
+      await store.insertDelivery(db, attempted);
+      const delivery = toDelivery(attempted);
       return {
         object: 'webhook_test' as const,
         success: ok,
@@ -337,7 +438,9 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const endpoint = await store.find(db, scopeOf(principal), original.endpoint_id);
       const event = endpoint ? await events.find(db, endpoint.organization_id, original.event_id) : undefined;
       if (!endpoint || !event) throw notFound('webhook delivery');
-      return (await attempt(endpoint, event, { attempt: 1, replayOf: original.id, nextRetryAt: null })).delivery;
+      const { row } = await attempt(rowTarget(endpoint), { event, body: JSON.stringify(event) }, { attempt: 1, replayOf: original.id, nextRetryAt: null });
+      await store.insertDelivery(db, row);
+      return toDelivery(row);
     },
 
     /**
@@ -350,17 +453,55 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       return purgeInBatches((limit) => store.deleteDeliveriesBefore(db, before, now.toISOString(), limit), options);
     },
 
-    /** The delivery job: one automatic attempt of one event at one endpoint. */
-    async deliver(payload: { event_id: string; endpoint_id: string }, context: { attempt: number; maxAttempts: number }): Promise<void> {
-      const endpoint = await store.findById(db, payload.endpoint_id);
+    /**
+     * The delivery job: one automatic attempt of one event at one endpoint. The endpoint comes from a
+     * short cache (`ENDPOINT_CACHE_TTL_MS`); the URL is still checked by the sender on every attempt.
+     * The attempt's row (and a success's reset of the failure count) is written in the transaction
+     * that settles the job, so attempt and job status commit together, in one commit.
+     */
+    async deliver(
+      payload: { event_id: string; endpoint_id: string },
+      context: Pick<JobContext, 'attempt' | 'maxAttempts' | 'previousAttemptLost' | 'inSettle'>,
+    ): Promise<void> {
+      const endpoint = await targetFor(payload.endpoint_id);
       // Deleted or disabled since the event was emitted: nothing to send, nothing to retry.
       if (!endpoint || endpoint.status !== 'enabled') return;
-      const event = await events.find(db, endpoint.organization_id, payload.event_id);
+      const event = await envelopeFor(endpoint.organizationId, payload.event_id);
       if (!event) return;
+      if (context.previousAttemptLost) {
+        // The worker running the attempt before this one died mid-way, so nothing recorded it: the
+        // history still shows every attempt, with an outcome nobody knows.
+        const at = clock.now().toISOString();
+        const lost: WebhookDeliveriesTable = {
+          id: newId('webhookDelivery', clock.now().getTime()),
+          organization_id: endpoint.organizationId,
+          endpoint_id: endpoint.id,
+          event_id: event.event.id,
+          event_type: event.event.type,
+          attempt: context.attempt - 1,
+          replay_of: null,
+          status: 'failed',
+          response_status: null,
+          response_excerpt: null,
+          error: 'worker_lost',
+          duration_ms: null,
+          next_retry_at: null,
+          created_at: at,
+          completed_at: at,
+        };
+        context.inSettle((trx) => store.insertDelivery(trx, lost));
+      }
       const retryAt = context.attempt < context.maxAttempts ? new Date(clock.now().getTime() + webhookDelivery.retry.delayMs(context.attempt)) : null;
-      const { ok, result } = await attempt(endpoint, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
+      const target = { id: endpoint.id, organizationId: endpoint.organizationId, url: endpoint.url, secrets: targetSecrets(endpoint) };
+      const { row, ok, result } = await attempt(target, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
+      context.inSettle((trx) => store.insertDelivery(trx, row));
       if (ok) {
-        if (endpoint.consecutive_failures > 0) await store.recordSuccess(db, endpoint.id);
+        if (endpoint.failing) {
+          context.inSettle(async (trx) => {
+            await store.recordSuccess(trx, endpoint.id);
+            endpoint.failing = false;
+          });
+        }
         return;
       }
       const disabled = await countFailure(endpoint);

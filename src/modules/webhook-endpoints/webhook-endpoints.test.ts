@@ -4,6 +4,7 @@ import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { verifyWebhookSignature } from '../../events/webhook-signature.ts';
 import { EVENT_TYPE_NAMES } from '../../events/event-types.schemas.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
+import { ENDPOINT_CACHE_TTL_MS } from './webhook-endpoints.service.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
@@ -248,6 +249,68 @@ describe('webhook endpoints', () => {
       const deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { token: apiKey });
       assert.equal(deliveries.body.data[0].next_retry_at, null);
       await server.request('DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey });
+    });
+  });
+
+  describe("the delivery job's endpoint cache", () => {
+    const lastSignatures = () => (receiver.received.at(-1)!.headers['service-signature'] as string).match(/v1=/g)?.length;
+
+    it('a rotation, a new URL or a disable made in this process applies to the very next delivery', async () => {
+      const endpoint = await createEndpoint();
+      await emit('contact.created');
+      await deliver();
+      assert.equal(lastSignatures(), 1);
+      assert.equal((await server.request('POST', `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, { token: apiKey })).status, 200);
+      await emit('contact.created');
+      await deliver();
+      assert.equal(lastSignatures(), 2, 'signed with both secrets at once, not after the cache ran out');
+
+      const elsewhere = await startReceiver(suite);
+      assert.equal((await server.request('PATCH', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey, body: { url: elsewhere.url } })).status, 200);
+      await emit('contact.created');
+      await deliver();
+      assert.equal(elsewhere.received.length, 1);
+      assert.equal(receiver.received.length, 2);
+
+      // Queued while enabled, disabled before it runs.
+      await emit('contact.created');
+      assert.equal((await server.request('PATCH', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey, body: { status: 'disabled' } })).status, 200);
+      await deliver();
+      assert.equal(elsewhere.received.length, 1);
+    });
+
+    it(`a change made by another process is used within ${ENDPOINT_CACHE_TTL_MS} ms`, async () => {
+      const endpoint = await createEndpoint();
+      await emit('contact.created');
+      await deliver();
+      const elsewhere = await startReceiver(suite);
+      // What another process's PATCH leaves in the table; this process's cache does not hear of it.
+      await server.app.store.db.updateTable('webhook_endpoints').set({ url: elsewhere.url }).where('id', '=', endpoint.id).execute();
+      await emit('contact.created');
+      await deliver();
+      assert.equal(receiver.received.length, 2, 'within the cache time the endpoint is not read again');
+      server.clock.advance(ENDPOINT_CACHE_TTL_MS);
+      await emit('contact.created');
+      await deliver();
+      assert.equal(elsewhere.received.length, 1);
+    });
+
+    it("an attempt whose worker was lost is in the history, as the attempt before its successor's", async () => {
+      const endpoint = await createEndpoint();
+      await emit('contact.created');
+      // What a worker that died mid-send leaves: its job running, the attempt counted, the lease over.
+      await server.app.store.db
+        .updateTable('jobs')
+        .set({ status: 'running', attempts: 1, locked_by: 'wrk_gone', locked_until: new Date(server.clock.now().getTime() - 1).toISOString() })
+        .where('name', '=', 'webhook.deliver')
+        .where('status', '=', 'queued')
+        .execute();
+      await deliver();
+      const deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?order=asc`, { token: apiKey });
+      assert.deepEqual(
+        deliveries.body.data.map((d: { attempt: number; status: string; error: string | null }) => `${d.attempt}:${d.status}:${d.error}`),
+        ['1:failed:worker_lost', '2:succeeded:null'],
+      );
     });
   });
 
