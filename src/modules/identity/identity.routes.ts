@@ -20,7 +20,7 @@ export const IdentitySchema = Type.Object({
 
 export function registerIdentityRoutes(
   app: HttpServer,
-  deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'get'> },
+  deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'findForCredential'> },
 ): void {
   app.get('/v1/identity', {
     config: { access: { scope: null } },
@@ -29,7 +29,8 @@ export function registerIdentityRoutes(
       const principal = requirePrincipal(request);
       const [organization, member] = await Promise.all([
         deps.organizations.get(principal.organizationId),
-        principal.memberId ? deps.members.get(principal.organizationId, principal.memberId) : null,
+        // The member authentication has just read (remembered for a second): no second read.
+        principal.memberId ? deps.members.findForCredential(principal.organizationId, principal.memberId).then((member) => member ?? null) : null,
       ]);
       return {
         object: 'identity' as const,
