@@ -170,7 +170,7 @@ export interface SeedConversationsResult {
 }
 
 export interface CountQueriesArgs {
-  /** A dashboard token: its check reads the store every time (API keys are cached), so every request costs the same. */
+  /** A dashboard token. Its session and member are remembered for a second from the warm-up request, so each count is the page's own queries. */
   token: string;
   paths: string[];
 }

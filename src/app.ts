@@ -8,6 +8,7 @@ import { buildPlatform } from './composition/platform.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
 import { registerAccessControl, type AccessRow } from './http/access.ts';
+import { registerStoredJsonSerializers } from './http/stored-json.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { RATE_LIMIT_REDIS_OPTIONS, registerRateLimits } from './http/rate-limit.ts';
 import { createHttpServer, type HttpServer } from './http/server.ts';
@@ -70,6 +71,7 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   });
   await server.register(cookie);
   const accessTable = registerAccessControl(server, services.credentials.authenticate);
+  registerStoredJsonSerializers(server);
   await registerRateLimits(server, {
     redis,
     clock,

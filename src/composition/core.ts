@@ -9,6 +9,7 @@ import { createQueue, type Queue } from '../jobs/queue.ts';
 import { createWorker, type JobRegistration, type Worker } from '../jobs/worker.ts';
 import type { Clock } from '../lib/clock.ts';
 import { SecretBox } from '../lib/crypto.ts';
+import { whenCommitted } from '../lib/transaction-scope.ts';
 import { buildProvider, type ProviderWiring } from './provider.ts';
 
 /** What every area builds on: the store, time, secrets, the job queue, the event stream and the provider. */
@@ -38,6 +39,8 @@ export function buildCore(options: {
   const { config, store, clock, log } = options;
   const masterKey = ensureMasterKey(config);
   const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log, leaseMs: config.workerLeaseMs });
+  // One function, so that a request queueing many jobs wakes the worker once, after it commits.
+  const wakeWorker = () => worker.wake();
   return {
     config,
     store,
@@ -46,7 +49,7 @@ export function buildCore(options: {
     log,
     secrets: new SecretBox(masterKey),
     worker,
-    queue: createQueue({ clock, onEnqueue: () => worker.wake() }),
+    queue: createQueue({ clock, onEnqueue: () => whenCommitted(wakeWorker) }),
     events: createEventEmitter({ store: createEventsStore(), clock }),
     provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis),
     jobs: queueMaintenanceJobs({ db: store.db, clock, log }),

@@ -36,6 +36,7 @@ export class RequestTransaction implements ScopedTransaction {
   readonly connection: DatabaseConnection;
   #state: State = 'open';
   #savepoints = 0;
+  readonly #afterCommit = new Set<() => void>();
 
   constructor(driver: JoiningDriver, connection: DatabaseConnection) {
     this.#driver = driver;
@@ -55,6 +56,10 @@ export class RequestTransaction implements ScopedTransaction {
     return transactionScope.run(this, fn);
   }
 
+  afterCommit(fn: () => void): void {
+    this.#afterCommit.add(fn);
+  }
+
   async commit(): Promise<void> {
     this.#assertOpen('commit');
     try {
@@ -64,6 +69,10 @@ export class RequestTransaction implements ScopedTransaction {
       await this.rollback();
       throw error;
     }
+    // Outside this transaction's scope: what they start must not look for it.
+    transactionScope.outside(() => {
+      for (const fn of this.#afterCommit) fn();
+    });
   }
 
   /** Rolls back and lets the connection go; a second call, or one after a failed commit, does nothing. */

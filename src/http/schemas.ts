@@ -1,5 +1,6 @@
-import Type, { type TProperties, type TSchema } from 'typebox';
+import Type, { type Static, type TProperties, type TSchema } from 'typebox';
 import { idPattern, type IdKind } from '../lib/ids.ts';
+import type { StoredJson } from '../lib/stored-json.ts';
 import { METADATA_MAX_KEYS } from '../lib/metadata.ts';
 
 /** Schema building blocks shared by every resource. */
@@ -34,6 +35,17 @@ export const MetadataPatch = Type.Record(Type.String(), Type.Unknown(), {
   propertyNames: { maxLength: 40 },
   description: 'Merged into the stored metadata; a key set to null is removed.',
 });
+
+/** The schema key that marks a value the serializer writes verbatim from its stored text (`http/stored-json.ts`). */
+export const STORED_JSON_KEYWORD = 'x-stored-json';
+
+/**
+ * A field whose value is returned exactly as stored (JSON text): on the wire and in the OpenAPI
+ * document it is `schema`; in the service it is a `StoredJson` whose text the serializer splices in.
+ */
+export function StoredJsonOf<T extends TSchema>(schema: T) {
+  return Type.Unsafe<StoredJson<Static<T>>>({ ...schema, [STORED_JSON_KEYWORD]: true });
+}
 
 export const PathId = (kind: IdKind) => Type.Object({ id: Id(kind) }, { additionalProperties: false });
 

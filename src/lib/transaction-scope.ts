@@ -7,6 +7,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  */
 export interface ScopedTransaction {
   readonly isOpen: boolean;
+  /** Runs `fn` once the transaction has committed (not at all if it rolls back). */
+  afterCommit(fn: () => void): void;
 }
 
 const current = new AsyncLocalStorage<ScopedTransaction>();
@@ -27,6 +29,17 @@ export const transactionScope = {
     return current.exit(fn);
   },
 };
+
+/**
+ * Runs `fn` once what the calling code wrote is visible to others: after its request transaction
+ * commits, or at once outside one. A worker woken from inside a request would look for the request's
+ * job before it exists for anyone else, then sleep a poll interval.
+ */
+export function whenCommitted(fn: () => void): void {
+  const transaction = transactionScope.current();
+  if (transaction) transaction.afterCommit(fn);
+  else fn();
+}
 
 /**
  * Called before a remote call: holding a request transaction across one would stop every other

@@ -5,6 +5,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { randomBase62, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { RecentReads } from '../../lib/recent-reads.ts';
 import { embedRelations } from '../../lib/relations.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
@@ -67,7 +68,7 @@ function visibleTo(principal: Principal, row: ApiKeysTable | undefined): row is 
  * with one key, and each would otherwise cost a lookup. Revoking or rotating a key forgets it at
  * once in this process; another process may accept it for at most this long.
  */
-const AUTH_CACHE_TTL_MS = 1000;
+export const AUTH_CACHE_TTL_MS = 1000;
 const AUTH_CACHE_MAX = 10_000;
 
 export interface ApiKeysServiceDeps {
@@ -80,10 +81,27 @@ export interface ApiKeysServiceDeps {
 
 export function createApiKeysService(deps: ApiKeysServiceDeps) {
   const { db, store, clock, audit, connections } = deps;
-  const authenticated = new Map<string, { principal: Principal; until: number }>();
-  const forget = (keyId: string) => {
-    for (const [hash, entry] of authenticated) if (entry.principal.credentialId === keyId) authenticated.delete(hash);
-  };
+  // Keyed by the key's hash, tagged by its id: revoke and rotate know the id, never the key.
+  const authenticated = new RecentReads<Principal>({ clock, ttlMs: AUTH_CACHE_TTL_MS, maxEntries: AUTH_CACHE_MAX });
+  const forget = (keyId: string) => authenticated.forget(keyId);
+  const principalTags = (principal: Principal) => [principal.credentialId];
+
+  /** An unknown or revoked key throws here, so only a key that was valid when read is ever remembered. */
+  async function resolve(hash: string): Promise<Principal> {
+    const row = await store.findByHash(db, hash);
+    if (!row) throw new AppError('credential_invalid', 'The API key is not valid.');
+    if (row.revoked_at) throw new AppError('credential_revoked', 'The API key was revoked.');
+    return {
+      kind: row.kind === 'connection' ? 'connection_key' : 'organization_key',
+      credentialId: row.id,
+      organizationId: row.organization_id,
+      memberId: null,
+      role: null,
+      mode: row.mode as Mode,
+      connectionId: row.connection_id,
+      scopes: new Set(JSON.parse(row.scopes) as Scope[]),
+    };
+  }
 
   async function insertKey(trx: Trx, fields: Omit<ApiKeysTable, 'id' | 'key_hash' | 'key_hint' | 'created_at' | 'revoked_at' | 'rotated_to_key_id'>) {
     const now = clock.now();
@@ -193,25 +211,7 @@ export function createApiKeysService(deps: ApiKeysServiceDeps) {
     async authenticate(key: string): Promise<Principal> {
       if (!API_KEY_PATTERN.test(key)) throw new AppError('credential_invalid', 'The API key is malformed.');
       const hash = sha256Hex(key);
-      const now = clock.now().getTime();
-      const cached = authenticated.get(hash);
-      if (cached && cached.until > now) return cached.principal;
-      const row = await store.findByHash(db, hash);
-      if (!row) throw new AppError('credential_invalid', 'The API key is not valid.');
-      if (row.revoked_at) throw new AppError('credential_revoked', 'The API key was revoked.');
-      const principal: Principal = {
-        kind: row.kind === 'connection' ? 'connection_key' : 'organization_key',
-        credentialId: row.id,
-        organizationId: row.organization_id,
-        memberId: null,
-        role: null,
-        mode: row.mode as Mode,
-        connectionId: row.connection_id,
-        scopes: new Set(JSON.parse(row.scopes) as Scope[]),
-      };
-      if (authenticated.size >= AUTH_CACHE_MAX) authenticated.clear();
-      authenticated.set(hash, { principal, until: now + AUTH_CACHE_TTL_MS });
-      return principal;
+      return authenticated.read(hash, () => resolve(hash), principalTags);
     },
   };
 }

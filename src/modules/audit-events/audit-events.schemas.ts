@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { CREDENTIAL_KINDS } from '../credentials/scopes.schemas.ts';
-import { Id, ListOf, ListQuery, Nullable, Timestamp } from '../../http/schemas.ts';
+import { Id, ListOf, ListQuery, Nullable, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
 
 export const ACTOR_TYPES = ['member', 'api_key', 'oauth_token', 'system'] as const;
 
@@ -16,7 +16,8 @@ export const AuditEventSchema = Type.Object(
     credential: Nullable(Type.Object({ type: Type.Enum(CREDENTIAL_KINDS), id: Type.String() })),
     target: Type.Object({ type: Type.String(), id: Type.String() }),
     request_id: Nullable(Type.String()),
-    data: Type.Record(Type.String(), Type.Unknown()),
+    // Returned as stored, without a parse and a re-serialization per entry.
+    data: StoredJsonOf(Type.Record(Type.String(), Type.Unknown())),
     created_at: Timestamp,
   },
   { description: 'One entry of the audit log: a change made through the API or the dashboard.' },

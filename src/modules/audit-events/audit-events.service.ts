@@ -4,6 +4,7 @@ import type { AuditEventsTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { StoredJson } from '../../lib/stored-json.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { AuditEvent } from './audit-events.schemas.ts';
 import type { AuditEventsStore } from './audit-events.store.ts';
@@ -41,7 +42,7 @@ function toAuditEvent(row: AuditEventsTable): AuditEvent {
       row.credential_type && row.credential_id ? { type: row.credential_type as NonNullable<AuditEvent['credential']>['type'], id: row.credential_id } : null,
     target: { type: row.target_type, id: row.target_id },
     request_id: row.request_id,
-    data: JSON.parse(row.data) as Record<string, unknown>,
+    data: new StoredJson(row.data),
     created_at: row.created_at,
   };
 }

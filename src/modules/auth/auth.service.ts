@@ -4,9 +4,10 @@ import { DAY, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { RecentReads } from '../../lib/recent-reads.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { ROLE_SCOPES } from '../credentials/scopes.schemas.ts';
+import { ROLE_SCOPES, type Role, type Scope } from '../credentials/scopes.schemas.ts';
 import type { MembersService } from '../members/index.ts';
 import type { Member } from '../members/members.schemas.ts';
 import type { OrganizationsService } from '../organizations/index.ts';
@@ -36,12 +37,31 @@ export interface AuthServiceDeps {
   store: AuthStore;
   clock: Clock;
   organizations: Pick<OrganizationsService, 'create' | 'get'>;
-  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findUserByEmail' | 'listMembershipsOfUser'>;
+  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findForCredential' | 'findUserByEmail' | 'listMembershipsOfUser'>;
   audit: Pick<AuditEventsService, 'record'>;
 }
 
+/**
+ * The session behind a dashboard token is remembered for a second (by the token's hash), its expiry
+ * still checked on every request. Logging out, refreshing and ending a session for a reused refresh
+ * token forget it at once in this process; another process may accept the old token for at most
+ * this long.
+ */
+export const SESSION_CACHE_TTL_MS = 1000;
+const SESSION_CACHE_MAX = 10_000;
+
 export function createAuthService(deps: AuthServiceDeps) {
   const { db, store, clock, organizations, members, audit } = deps;
+  const sessions = new RecentReads<DashboardSessionsTable>({ clock, ttlMs: SESSION_CACHE_TTL_MS, maxEntries: SESSION_CACHE_MAX });
+  const sessionTags = (session: DashboardSessionsTable) => [session.id];
+
+  /** An unknown or logged-out session throws here, so only a live one is ever remembered. */
+  async function liveSession(hash: string): Promise<DashboardSessionsTable> {
+    const session = await store.findByAccessHash(db, hash);
+    if (!session) throw new AppError('credential_invalid', 'The dashboard token is not valid.');
+    if (session.revoked_at) throw new AppError('credential_revoked', 'The session was logged out.');
+    return session;
+  }
 
   function newTokens(now: Date) {
     const access = DASHBOARD_TOKEN_PREFIX + randomToken(32);
@@ -66,6 +86,7 @@ export function createAuthService(deps: AuthServiceDeps) {
       throw new AppError('credential_invalid', 'The refresh token was already used: log in again.');
     }
     await store.revoke(db, session.id, now.toISOString());
+    sessions.forget(session.id);
     throw new AppError('credential_revoked', 'The refresh token had already been used, so the session was ended as a precaution: log in again.');
   }
 
@@ -167,6 +188,8 @@ export function createAuthService(deps: AuthServiceDeps) {
         refresh_token_hash: sha256Hex(tokens.refresh),
         rotated_at: now.toISOString(),
       });
+      // The old dashboard token stops working with the rotation, here at once.
+      sessions.forget(session.id);
       if (!rotated) throw new AppError('credential_invalid', 'The refresh token was already used: log in again.');
       return {
         sessionId: session.id,
@@ -185,6 +208,7 @@ export function createAuthService(deps: AuthServiceDeps) {
       const member = await members.find(session.organization_id, session.member_id);
       await db.transaction().execute(async (trx) => {
         await store.revoke(trx, session.id, clock.now().toISOString());
+        sessions.forget(session.id);
         if (member) {
           await audit.record(
             trx,
@@ -197,19 +221,27 @@ export function createAuthService(deps: AuthServiceDeps) {
     },
 
     async authenticate(token: string): Promise<Principal> {
-      const session = await store.findByAccessHash(db, sha256Hex(token));
-      if (!session) throw new AppError('credential_invalid', 'The dashboard token is not valid.');
-      if (session.revoked_at) throw new AppError('credential_revoked', 'The session was logged out.');
+      const hash = sha256Hex(token);
+      const session = await sessions.read(hash, () => liveSession(hash), sessionTags);
       if (session.access_expires_at <= clock.now().toISOString()) {
         throw new AppError('credential_expired', 'The dashboard token has expired; renew it with POST /auth/refresh.');
       }
-      // The role is read on every request so that a role change or removal takes effect at once.
-      const member = await members.find(session.organization_id, session.member_id);
+      // The member is read for every request (remembered for a second, forgotten at once when the
+      // members module changes it), so that a role change or removal takes effect at once.
+      const member = await members.findForCredential(session.organization_id, session.member_id);
       if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
       return principalFor(member, session.id);
     },
   };
 }
+
+// One set per role, shared by every principal of that role (scopes are read-only).
+const ROLE_SCOPE_SETS: Record<Role, ReadonlySet<Scope>> = {
+  owner: new Set(ROLE_SCOPES.owner),
+  admin: new Set(ROLE_SCOPES.admin),
+  agent: new Set(ROLE_SCOPES.agent),
+  viewer: new Set(ROLE_SCOPES.viewer),
+};
 
 function principalFor(member: Member, sessionId: string): Principal {
   return {
@@ -220,7 +252,7 @@ function principalFor(member: Member, sessionId: string): Principal {
     role: member.role,
     mode: null,
     connectionId: null,
-    scopes: new Set(ROLE_SCOPES[member.role]),
+    scopes: ROLE_SCOPE_SETS[member.role],
   };
 }
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { MINUTE, DAY, SECOND } from '../../lib/clock.ts';
-import { REFRESH_REUSE_GRACE_MS } from './auth.service.ts';
+import { REFRESH_REUSE_GRACE_MS, SESSION_CACHE_TTL_MS } from './auth.service.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
-import { assertError, signUp } from '../../../test/factories.ts';
+import { addMember, assertError, signUp } from '../../../test/factories.ts';
 
 describe('auth: sign-up, login, refresh, logout', () => {
   let server: TestServer;
@@ -119,6 +119,50 @@ describe('auth: sign-up, login, refresh, logout', () => {
       const owner = await signUp(server);
       server.clock.advance(30 * DAY);
       assertError(await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } }), 401, 'credential_expired');
+    });
+  });
+
+  describe('sessions and members remembered for a second', () => {
+    const setRole = (on: TestServer, organizationId: string, memberId: string, role: 'admin' | 'agent' | 'viewer') =>
+      on.app.store.db.transaction().execute((trx) => on.app.services.members.setRole(trx, organizationId, memberId, role));
+
+    it('a role change takes effect on the member’s very next request', async () => {
+      const owner = await signUp(server);
+      const admin = await addMember(server, owner.organizationId, 'admin');
+      assert.equal((await server.request('GET', '/v1/members', { token: admin.token })).status, 200);
+      await setRole(server, owner.organizationId, admin.memberId, 'viewer');
+      assertError(await server.request('GET', '/v1/members', { token: admin.token }), 403, 'role_insufficient');
+      const identity = await server.request('GET', '/v1/identity', { token: admin.token });
+      assert.equal(identity.body.member.role, 'viewer');
+      assert.ok(!identity.body.scopes.includes('keys:write'));
+    });
+
+    it('a role changed by another process takes effect there within a second', async (t) => {
+      const other = await startServer(t, { shareStore: server.testStore, clock: server.clock });
+      const owner = await signUp(server);
+      const admin = await addMember(server, owner.organizationId, 'admin');
+      assert.equal((await other.request('GET', '/v1/members', { token: admin.token })).status, 200);
+      await setRole(server, owner.organizationId, admin.memberId, 'agent');
+      server.clock.advance(SESSION_CACHE_TTL_MS);
+      assertError(await other.request('GET', '/v1/members', { token: admin.token }), 403, 'role_insufficient');
+    });
+
+    it('refreshing stops the old dashboard token at once', async () => {
+      const owner = await signUp(server);
+      assert.equal((await server.request('GET', '/v1/identity', { token: owner.token })).status, 200);
+      const refreshed = await server.request('POST', '/auth/refresh', { headers: { cookie: owner.refreshCookie } });
+      assert.equal(refreshed.status, 200);
+      assertError(await server.request('GET', '/v1/identity', { token: owner.token }), 401, 'credential_invalid');
+    });
+
+    it('a logout through another process stops the token there within a second', async (t) => {
+      const other = await startServer(t, { shareStore: server.testStore, clock: server.clock });
+      const owner = await signUp(server);
+      assert.equal((await other.request('GET', '/v1/identity', { token: owner.token })).status, 200);
+      assert.equal((await server.request('POST', '/auth/logout', { headers: { cookie: owner.refreshCookie } })).status, 200);
+      assertError(await server.request('GET', '/v1/identity', { token: owner.token }), 401, 'credential_revoked');
+      server.clock.advance(SESSION_CACHE_TTL_MS);
+      assertError(await other.request('GET', '/v1/identity', { token: owner.token }), 401, 'credential_revoked');
     });
   });
 

@@ -168,7 +168,8 @@ describe('the /v1/conversations endpoints', () => {
 
     it('costs one query per relation per page, whatever the page size', async () => {
       for (let i = 0; i < 7; i++) await inbound();
-      // A dashboard token: its check reads the store every time, where an API key is cached.
+      // The credential's reads are remembered across these requests (the test clock stands still), so
+      // the counts differ only by the page's own queries.
       const page = async (limit: number, expand: string) => {
         queries = 0;
         return { data: await list(expand, owner.token, limit), count: queries };

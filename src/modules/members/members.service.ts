@@ -4,6 +4,7 @@ import type { UsersTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { RecentReads } from '../../lib/recent-reads.ts';
 import type { Role } from '../credentials/scopes.schemas.ts';
 import type { Member } from './members.schemas.ts';
 import type { MemberRow, MembersStore } from './members.store.ts';
@@ -26,8 +27,28 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/**
+ * The member behind a dashboard token is read on every request; it is remembered for a second.
+ * Every write of a member in this service forgets it at once, so a role change or a removal takes
+ * effect on the member's next request here, and within a second in other processes.
+ */
+export const MEMBER_CACHE_TTL_MS = 1000;
+const MEMBER_CACHE_MAX = 10_000;
+
 export function createMembersService(deps: { db: Db; store: MembersStore; clock: Clock; isUniqueViolation: (error: unknown) => boolean }) {
   const { db, store, clock, isUniqueViolation } = deps;
+  const recent = new RecentReads<Member>({ clock, ttlMs: MEMBER_CACHE_TTL_MS, maxEntries: MEMBER_CACHE_MAX });
+  const memberTags = (member: Member) => [member.id];
+  const findRecent = (organizationId: string, id: string) =>
+    recent.read(
+      `${organizationId}/${id}`,
+      async () => {
+        const row = await store.find(db, organizationId, id);
+        return row ? toMember(row) : undefined;
+      },
+      memberTags,
+    );
+
   return {
     /** Creates the person and their first membership; runs inside the caller's transaction. */
     async createUserAndMember(
@@ -81,6 +102,26 @@ export function createMembersService(deps: { db: Db; store: MembersStore; clock:
     async find(organizationId: string, id: string, executor: Db = db): Promise<Member | undefined> {
       const row = await store.find(executor, organizationId, id);
       return row ? toMember(row) : undefined;
+    },
+
+    /**
+     * The member a credential acts as, for authenticating a request: possibly a second old when
+     * another process changed it (see MEMBER_CACHE_TTL_MS). Never inside a transaction.
+     */
+    findForCredential(organizationId: string, id: string): Promise<Member | undefined> {
+      return findRecent(organizationId, id);
+    },
+
+    /**
+     * Sets a member's role, in the caller's transaction: the write a role change is made of (who
+     * may grant which role is the caller's rule). The member's cached record is forgotten at once.
+     */
+    async setRole(trx: Trx, organizationId: string, id: string, role: Role): Promise<Member> {
+      if (!(await store.updateRole(trx, organizationId, id, role, clock.now().toISOString()))) throw notFound('member');
+      recent.forget(id);
+      const row = await store.find(trx, organizationId, id);
+      if (!row) throw notFound('member');
+      return toMember(row);
     },
 
     async get(organizationId: string, id: string): Promise<Member> {

@@ -24,6 +24,15 @@ export function createMembersStore() {
     async insertMember(db: Db, row: MembersTable): Promise<void> {
       await db.insertInto('members').values(row).execute();
     },
+    async updateRole(db: Db, organizationId: string, id: string, role: string, at: string): Promise<boolean> {
+      const result = await db
+        .updateTable('members')
+        .set({ role, updated_at: at })
+        .where('organization_id', '=', organizationId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
     findUserByEmail(db: Db, email: string): Promise<UsersTable | undefined> {
       return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
     },
