@@ -6,8 +6,8 @@ import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
  * A query built by Kysely once per shape and dialect, then run again and again with new values.
  *
  * Building a query with Kysely (immutable nodes, one copy per `.where`) and compiling it to SQL cost
- * 30–70 µs each, on every call, for SQL that never changes: on the hot paths that was more than
- * SQLite's own time. A site made with `compileOnce(build)` runs `build` the first time it meets a
+ * 5–25 µs each (a look-up by key 5–8, a 25-id `in` list 23, measured), on every call, for SQL that
+ * never changes: a third to a half of what a hot query cost in all. A site made with `compileOnce(build)` runs `build` the first time it meets a
  * shape, with every string and number of the parameters replaced by a marker object of this module;
  * it compiles that query, notes at which position of the SQL's parameters each marker landed, and
  * keeps the SQL. Every later call of the same shape only puts its values at those positions. Kysely
@@ -145,6 +145,8 @@ export function compileOnce<P extends object, O>(build: Build<P, O>): CompiledSi
   }
 
   async function execute(db: Db, params: P) {
+    // `getExecutor()` is marked internal in Kysely's types; it is the one way to tell a handle's
+    // dialect and plugins, and the tests (run on both backends) would catch a change of it.
     const executor = db.getExecutor();
     const adapter = executor.adapter;
     const dialect = dialectOf(adapter);
