@@ -30,3 +30,11 @@ export function visibleThroughConnection<T extends ConnectionOwnedTable, O>(
     sql<boolean>`exists (select 1 from connections where connections.id = ${sql.ref(`${table}.connection_id`)} and connections.test = ${test})`,
   );
 }
+
+/**
+ * The scope as the parameters of a compiled query (db/compiled-query.ts): exactly its three fields,
+ * so that a caller's object with more in it cannot add a value the query does not use.
+ */
+export function scopeParams(scope: ConnectionScope): ConnectionScope {
+  return { organizationId: scope.organizationId, connectionId: scope.connectionId, test: scope.test };
+}

@@ -22,6 +22,14 @@ export interface Dialect {
    * SQLite has a single writer, so its transactions are already exclusive and this is a no-op there.
    */
   lockSkipLocked<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /**
+   * Locks the selected rows for the rest of the transaction, waiting for another transaction that
+   * holds them: `FOR NO KEY UPDATE` on PostgreSQL, the lock an `UPDATE` of non-key columns takes, and
+   * after the wait PostgreSQL re-reads each row and drops those that no longer match. A no-op on
+   * SQLite, where every transaction that writes begins with `begin immediate` (db/sqlite.ts) and so
+   * already holds the only write lock while it reads.
+   */
+  lockRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
 }
 
 function errorCode(error: unknown): unknown {
@@ -40,6 +48,7 @@ export const sqliteDialect: Dialect = {
   name: 'sqlite',
   isUniqueViolation: (error) => errorCode(error) === 'ERR_SQLITE_ERROR' && /UNIQUE constraint failed/.test(String((error as Error).message)),
   lockSkipLocked: (query) => query,
+  lockRows: (query) => query,
   isUnavailable: (error) => DESTROYED.test(errorMessage(error)) || /database is locked|SQLITE_BUSY/i.test(errorMessage(error)),
 };
 
@@ -47,6 +56,7 @@ export const postgresDialect: Dialect = {
   name: 'postgres',
   isUniqueViolation: (error) => errorCode(error) === '23505',
   lockSkipLocked: (query) => query.forUpdate().skipLocked(),
+  lockRows: (query) => query.forNoKeyUpdate(),
   isUnavailable: (error) => {
     const code = errorCode(error);
     // SQLSTATE class 08 is connection exceptions; 57P0x is the server shutting down or starting up;

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { compileOnce } from './compiled-query.ts';
 import { isStoreReady } from './connect.ts';
 import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { waitFor } from '../../test/wait.ts';
 
 describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let testStore: TestStore;
@@ -72,5 +74,46 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       }),
     );
     assert.equal(await db.selectFrom('organizations').select('id').where('id', '=', 'org_rollback').executeTakeFirst(), undefined);
+  });
+
+  it('holds a row read with lockRows until the transaction ends: a second reader sees the first one’s change', async () => {
+    const { db } = testStore.store;
+    const now = new Date().toISOString();
+    await db.insertInto('organizations').values({ id: 'org_locked', name: 'x', metadata: '{}', created_at: now, updated_at: now }).execute();
+    const lockOrganization = compileOnce((db, p: { id: string }, dialect) =>
+      dialect.lockRows(db.selectFrom('organizations').selectAll().where('id', '=', p.id)),
+    );
+    // Each appends its letter to what it read: without the lock, the second would read 'x' and its
+    // write would drop the first one's.
+    const append = (letter: string, before?: () => Promise<void>) =>
+      db.transaction().execute(async (trx) => {
+        const row = (await lockOrganization.first(trx, { id: 'org_locked' }))!;
+        if (before) await before();
+        await trx
+          .updateTable('organizations')
+          .set({ name: row.name + letter })
+          .where('id', '=', 'org_locked')
+          .execute();
+      });
+    let second: Promise<void> | undefined;
+    await append('A', async () => {
+      second = append('B');
+      // On PostgreSQL the second transaction is now waiting for the row; on SQLite it waits for the
+      // one connection, which this transaction holds.
+      if (usingPostgres) {
+        await waitFor(
+          async () => {
+            const { rows } = await sql<{
+              waiting: number;
+            }>`select count(*) as waiting from pg_stat_activity where wait_event_type = 'Lock' and query like '%for no key update%'`.execute(db);
+            return rows[0]!.waiting > 0;
+          },
+          { message: 'the second transaction to wait for the row lock' },
+        );
+      }
+    });
+    await second;
+    const row = await db.selectFrom('organizations').select('name').where('id', '=', 'org_locked').executeTakeFirstOrThrow();
+    assert.equal(row.name, 'xAB');
   });
 });

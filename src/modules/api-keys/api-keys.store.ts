@@ -1,6 +1,10 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { ApiKeysTable } from '../../db/schema.ts';
+
+// Compiled once (db/compiled-query.ts): every request with an API key resolves it.
+const byHash = compileOnce((db, p: { hash: string }) => db.selectFrom('api_keys').selectAll().where('key_hash', '=', p.hash));
 
 export function createApiKeysStore() {
   return {
@@ -8,7 +12,7 @@ export function createApiKeysStore() {
       await db.insertInto('api_keys').values(row).execute();
     },
     findByHash(db: Db, hash: string): Promise<ApiKeysTable | undefined> {
-      return db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst();
+      return byHash.first(db, { hash });
     },
     find(db: Db, organizationId: string, id: string): Promise<ApiKeysTable | undefined> {
       return db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();

@@ -1,5 +1,9 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import type { DashboardSessionsTable } from '../../db/schema.ts';
+
+// Compiled once (db/compiled-query.ts): every dashboard request resolves its token.
+const byAccessHash = compileOnce((db, p: { hash: string }) => db.selectFrom('dashboard_sessions').selectAll().where('access_token_hash', '=', p.hash));
 
 export function createAuthStore() {
   return {
@@ -7,7 +11,7 @@ export function createAuthStore() {
       await db.insertInto('dashboard_sessions').values(row).execute();
     },
     findByAccessHash(db: Db, hash: string): Promise<DashboardSessionsTable | undefined> {
-      return db.selectFrom('dashboard_sessions').selectAll().where('access_token_hash', '=', hash).executeTakeFirst();
+      return byAccessHash.first(db, { hash });
     },
     findByRefreshHash(db: Db, hash: string): Promise<DashboardSessionsTable | undefined> {
       return db.selectFrom('dashboard_sessions').selectAll().where('refresh_token_hash', '=', hash).executeTakeFirst();

@@ -1,3 +1,4 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { ConnectionsTable } from '../../db/schema.ts';
@@ -12,6 +13,16 @@ export interface ConnectionScope {
 
 export type ConnectionChanges = Partial<Omit<ConnectionsTable, 'id' | 'organization_id' | 'created_at' | 'test'>>;
 
+// Compiled once (db/compiled-query.ts): every send checks its connection, every job and provider
+// webhook finds one.
+const findRow = compileOnce((db, p: { organizationId: string; id: string }) =>
+  db.selectFrom('connections').selectAll().where('organization_id', '=', p.organizationId).where('id', '=', p.id),
+);
+const byId = compileOnce((db, p: { id: string }) => db.selectFrom('connections').selectAll().where('id', '=', p.id));
+const serving = compileOnce((db, p: { phoneNumberId: string }) =>
+  db.selectFrom('connections').selectAll().where('phone_number_id', '=', p.phoneNumberId).where('status', '!=', 'disconnected'),
+);
+
 export function createConnectionsStore() {
   const scoped = (db: Db, scope: ConnectionScope) => {
     let query = db.selectFrom('connections').selectAll().where('organization_id', '=', scope.organizationId);
@@ -24,18 +35,18 @@ export function createConnectionsStore() {
       await db.insertInto('connections').values(row).execute();
     },
     find(db: Db, organizationId: string, id: string): Promise<ConnectionsTable | undefined> {
-      return db.selectFrom('connections').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+      return findRow.first(db, { organizationId, id });
     },
     /** Without a tenant: for work the service does on its own (jobs, the provider's webhooks). */
     findById(db: Db, id: string): Promise<ConnectionsTable | undefined> {
-      return db.selectFrom('connections').selectAll().where('id', '=', id).executeTakeFirst();
+      return byId.first(db, { id });
     },
     findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ConnectionsTable[]> {
       return db.selectFrom('connections').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
     },
     /** The connection that currently serves a number: at most one is not disconnected. */
     findServing(db: Db, phoneNumberId: string): Promise<ConnectionsTable | undefined> {
-      return db.selectFrom('connections').selectAll().where('phone_number_id', '=', phoneNumberId).where('status', '!=', 'disconnected').executeTakeFirst();
+      return serving.first(db, { phoneNumberId });
     },
     findServingAccount(db: Db, wabaId: string): Promise<ConnectionsTable[]> {
       return db.selectFrom('connections').selectAll().where('waba_id', '=', wabaId).where('status', '!=', 'disconnected').execute();

@@ -1,28 +1,57 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
-import { paginate, type PageRequest } from '../../db/pagination.ts';
+import { compiledPaging, paginate, type PageRequest } from '../../db/pagination.ts';
 import type { ContactConsentsTable, ContactsTable } from '../../db/schema.ts';
 
 export type ContactChanges = Partial<Omit<ContactsTable, 'id' | 'organization_id' | 'phone_number' | 'created_at'>>;
 
+/** The organization's contacts that are not deleted: every read of the API starts here. */
+const live = (db: Db, organizationId: string) =>
+  db.selectFrom('contacts').selectAll().where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
+
+// Compiled once per shape (db/compiled-query.ts): sends, inbound messages and the conversations'
+// `expand` read contacts all the time.
+const findLive = compileOnce((db, p: { organizationId: string; id: string }) => live(db, p.organizationId).where('id', '=', p.id));
+const findByPhoneNumber = compileOnce((db, p: { organizationId: string; phoneNumber: string }) =>
+  live(db, p.organizationId).where('phone_number', '=', p.phoneNumber),
+);
+const findMany = compileOnce((db, p: { organizationId: string; ids: readonly string[] }) => live(db, p.organizationId).where('id', 'in', p.ids));
+/*
+ * The locking reads hold a live contact's row until the transaction ends (`dialect.lockRows`: `for no
+ * key update` on PostgreSQL, which re-reads the row after waiting, so a contact deleted or merged away
+ * meanwhile no longer matches; SQLite's writing transactions hold the write lock from `begin
+ * immediate`), so that two changes of one contact, such as two consent records, apply one after the other.
+ */
+const lockLive = compileOnce((db, p: { organizationId: string; id: string }, dialect) => dialect.lockRows(live(db, p.organizationId).where('id', '=', p.id)));
+const lockByPhoneNumber = compileOnce((db, p: { organizationId: string; phoneNumber: string }, dialect) =>
+  dialect.lockRows(live(db, p.organizationId).where('phone_number', '=', p.phoneNumber)),
+);
+const insertIfAbsent = compileOnce((db, row: ContactsTable) =>
+  db
+    .insertInto('contacts')
+    .values(row)
+    // The target names the partial unique index, predicate included, as both backends require.
+    .onConflict((conflict) => conflict.columns(['organization_id', 'phone_number']).where('deleted_at', 'is', null).doNothing()),
+);
+const listPage = compiledPaging(
+  (db, p: { organizationId: string; phoneNumber: string | undefined }) => {
+    const query = live(db, p.organizationId);
+    return p.phoneNumber === undefined ? query : query.where('phone_number', '=', p.phoneNumber);
+  },
+  { id: 'id', createdAt: 'created_at' },
+);
+const updateRow = compileOnce((db, p: { id: string; changes: ContactChanges }) => db.updateTable('contacts').set(p.changes).where('id', '=', p.id));
+
 export function createContactsStore() {
-  /** The organization's contacts that are not deleted: every read of the API starts here. */
-  const live = (db: Db, organizationId: string) =>
-    db.selectFrom('contacts').selectAll().where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
-  const lockLive = (db: Db, organizationId: string) =>
-    db
-      .updateTable('contacts')
-      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
-      .where('organization_id', '=', organizationId)
-      .where('deleted_at', 'is', null);
   return {
     find(db: Db, organizationId: string, id: string): Promise<ContactsTable | undefined> {
-      return live(db, organizationId).where('id', '=', id).executeTakeFirst();
+      return findLive.first(db, { organizationId, id });
     },
     findByPhoneNumber(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
-      return live(db, organizationId).where('phone_number', '=', phoneNumber).executeTakeFirst();
+      return findByPhoneNumber.first(db, { organizationId, phoneNumber });
     },
     findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ContactsTable[]> {
-      return live(db, organizationId).where('id', 'in', ids).execute();
+      return findMany.all(db, { organizationId, ids });
     },
     /** The number's most recently deleted contact, if any. */
     findLastDeleted(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
@@ -37,38 +66,26 @@ export function createContactsStore() {
         .limit(1)
         .executeTakeFirst();
     },
-    /**
-     * Reads a live contact and holds its row until the transaction ends (a no-op update takes the
-     * row lock on PostgreSQL; SQLite's writers are serialised anyway), so that two changes of one
-     * contact, such as two consent records, are applied one after the other.
-     */
+    /** Reads a live contact and holds its row until the transaction ends (see `lockLive`). */
     lock(db: Db, organizationId: string, id: string): Promise<ContactsTable | undefined> {
-      return lockLive(db, organizationId).where('id', '=', id).returningAll().executeTakeFirst();
+      return lockLive.first(db, { organizationId, id });
     },
     /**
      * The number's live contact, locked as `lock` does. A contact deleted (or merged away) while this
      * waited for its lock is not returned: PostgreSQL re-reads the row and it no longer matches.
      */
     lockByPhoneNumber(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
-      return lockLive(db, organizationId).where('phone_number', '=', phoneNumber).returningAll().executeTakeFirst();
+      return lockByPhoneNumber.first(db, { organizationId, phoneNumber });
     },
     /** Inserts unless a live contact has the number; answers whether this call inserted it. */
     async insertIfAbsent(db: Db, row: ContactsTable): Promise<boolean> {
-      const result = await db
-        .insertInto('contacts')
-        .values(row)
-        // The target names the partial unique index, predicate included, as both backends require.
-        .onConflict((conflict) => conflict.columns(['organization_id', 'phone_number']).where('deleted_at', 'is', null).doNothing())
-        .executeTakeFirst();
-      return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+      return (await insertIfAbsent.run(db, row)) > 0;
     },
     async update(db: Db, id: string, changes: ContactChanges): Promise<void> {
-      await db.updateTable('contacts').set(changes).where('id', '=', id).execute();
+      await updateRow.run(db, { id, changes });
     },
     list(db: Db, organizationId: string, filters: { phoneNumber?: string | undefined }, page: PageRequest) {
-      let query = live(db, organizationId);
-      if (filters.phoneNumber !== undefined) query = query.where('phone_number', '=', filters.phoneNumber);
-      return paginate(query, { id: 'id', createdAt: 'created_at' }, page);
+      return listPage(db, { organizationId, phoneNumber: filters.phoneNumber }, page);
     },
 
     async insertConsent(db: Db, row: ContactConsentsTable): Promise<void> {

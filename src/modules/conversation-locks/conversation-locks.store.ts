@@ -1,35 +1,45 @@
 import { sql } from 'kysely';
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import type { ConversationLocksTable } from '../../db/schema.ts';
 
 export type LockChanges = Partial<Omit<ConversationLocksTable, 'id' | 'organization_id' | 'connection_id' | 'conversation_id' | 'created_at'>>;
 
+// A literal, not a parameter: only then can the planner see that the partial index on held leases
+// applies (every send asks), instead of scanning every lease the conversation ever had.
+const HELD = sql.lit('held');
+
+// Compiled once (db/compiled-query.ts): every send asks whether its conversation is locked.
+const findHeld = compileOnce((db, p: { organizationId: string; conversationId: string }) =>
+  db
+    .selectFrom('conversation_locks')
+    .selectAll()
+    .where('organization_id', '=', p.organizationId)
+    .where('conversation_id', '=', p.conversationId)
+    .where('status', '=', HELD),
+);
+/*
+ * The locking reads hold their rows until the transaction ends (`dialect.lockRows`: `for no key update`
+ * on PostgreSQL; SQLite's writing transactions hold the write lock from `begin immediate`), so that a
+ * renewal, a release and a timer never act on one lease at once.
+ */
+const lockHeld = compileOnce((db, p: { conversationId: string }, dialect) =>
+  dialect.lockRows(db.selectFrom('conversation_locks').selectAll().where('conversation_id', '=', p.conversationId).where('status', '=', HELD)),
+);
+const lockById = compileOnce((db, p: { id: string }, dialect) => dialect.lockRows(db.selectFrom('conversation_locks').selectAll().where('id', '=', p.id)));
+
 export function createConversationLocksStore() {
-  /**
-   * Holds rows until the transaction ends (a no-op update takes the row lock on PostgreSQL; SQLite's
-   * writers are serialised anyway), so that a renewal, a release and a timer never act on one lease at once.
-   */
-  const lock = (db: Db) => db.updateTable('conversation_locks').set((eb) => ({ updated_at: eb.ref('updated_at') }));
-  // A literal, not a parameter: only then can the planner see that the partial index on held leases
-  // applies (every send asks), instead of scanning every lease the conversation ever had.
-  const HELD = sql.lit('held');
   return {
     /** The conversation's `held` lease, whether or not its deadline has passed. */
     findHeld(db: Db, organizationId: string, conversationId: string): Promise<ConversationLocksTable | undefined> {
-      return db
-        .selectFrom('conversation_locks')
-        .selectAll()
-        .where('organization_id', '=', organizationId)
-        .where('conversation_id', '=', conversationId)
-        .where('status', '=', HELD)
-        .executeTakeFirst();
+      return findHeld.first(db, { organizationId, conversationId });
     },
     /** As `findHeld`, locked. A lease ended while this waited for its lock is not returned: PostgreSQL re-reads the row. */
     lockHeld(db: Db, conversationId: string): Promise<ConversationLocksTable | undefined> {
-      return lock(db).where('conversation_id', '=', conversationId).where('status', '=', HELD).returningAll().executeTakeFirst();
+      return lockHeld.first(db, { conversationId });
     },
     lockById(db: Db, id: string): Promise<ConversationLocksTable | undefined> {
-      return lock(db).where('id', '=', id).returningAll().executeTakeFirst();
+      return lockById.first(db, { id });
     },
     /**
      * Inserts unless the conversation has a `held` lease; answers whether this call inserted it. On

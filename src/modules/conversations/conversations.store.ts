@@ -1,6 +1,7 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
-import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
-import { paginate, type PageRequest } from '../../db/pagination.ts';
+import { scopeParams, visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
+import { compiledPaging, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 
 export type ConversationChanges = Partial<Omit<ConversationsTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>;
@@ -16,73 +17,115 @@ export interface ConversationFilters {
   window?: { open: boolean; since: string } | undefined;
 }
 
+const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope);
+
+// Compiled once per shape (db/compiled-query.ts): every send and inbound message records itself in
+// its conversation, and the list is the inbox.
+const findVisible = compileOnce((db, p: { scope: ConnectionScope; id: string }) => visible(db, p.scope).where('conversations.id', '=', p.id));
+const findThread = compileOnce((db, p: { connectionId: string; contactId: string }) =>
+  db.selectFrom('conversations').selectAll().where('connection_id', '=', p.connectionId).where('contact_id', '=', p.contactId),
+);
+/*
+ * The locking reads hold their rows until the transaction ends (`dialect.lockRows`: `for no key update`
+ * on PostgreSQL; SQLite's writing transactions hold the write lock from `begin immediate`), so that
+ * what is computed from a row is not overwritten by a concurrent change computed from the same old row.
+ */
+const lockThread = compileOnce((db, p: { connectionId: string; contactId: string }, dialect) =>
+  dialect.lockRows(db.selectFrom('conversations').selectAll().where('connection_id', '=', p.connectionId).where('contact_id', '=', p.contactId)),
+);
+const lockById = compileOnce((db, p: { id: string }, dialect) => dialect.lockRows(db.selectFrom('conversations').selectAll().where('id', '=', p.id)));
+const lockOfContacts = compileOnce((db, p: { contactIds: readonly string[] }, dialect) =>
+  dialect.lockRows(db.selectFrom('conversations').selectAll().where('contact_id', 'in', p.contactIds)),
+);
+const findLatestInbound = compileOnce((db, p: { scope: ConnectionScope; contactId: string }) =>
+  visible(db, p.scope)
+    .where('conversations.contact_id', '=', p.contactId)
+    .where('conversations.last_inbound_at', 'is not', null)
+    .orderBy('conversations.last_inbound_at', 'desc')
+    .orderBy('conversations.id', 'desc')
+    .limit(1),
+);
+const insertIfAbsent = compileOnce((db, row: ConversationsTable) =>
+  db
+    .insertInto('conversations')
+    .values(row)
+    .onConflict((conflict) => conflict.columns(['connection_id', 'contact_id']).doNothing()),
+);
+const updateRow = compileOnce((db, p: { id: string; changes: ConversationChanges }) => db.updateTable('conversations').set(p.changes).where('id', '=', p.id));
+interface ListParams {
+  scope: ConnectionScope;
+  state: string | undefined;
+  assigneeId: string | null | undefined;
+  connectionId: string | undefined;
+  contactId: string | undefined;
+  tag: string | undefined;
+  /** The window's filter: whether it asks for open ones, and since when the customer must have written. */
+  windowOpen: boolean | undefined;
+  windowSince: string | undefined;
+}
+const listPage = compiledPaging(
+  (db, p: ListParams) => {
+    let query = visible(db, p.scope);
+    if (p.state !== undefined) query = query.where('conversations.state', '=', p.state);
+    if (p.assigneeId !== undefined) query = query.where('conversations.assignee_id', p.assigneeId === null ? 'is' : '=', p.assigneeId);
+    if (p.connectionId !== undefined) query = query.where('conversations.connection_id', '=', p.connectionId);
+    if (p.contactId !== undefined) query = query.where('conversations.contact_id', '=', p.contactId);
+    if (p.tag !== undefined) {
+      const tagged = db
+        .selectFrom('conversation_tags')
+        .select('conversation_tags.conversation_id')
+        .where('conversation_tags.organization_id', '=', p.scope.organizationId)
+        .where('conversation_tags.tag', '=', p.tag);
+      query = query.where('conversations.id', 'in', tagged);
+    }
+    const since = p.windowSince;
+    if (p.windowOpen !== undefined && since !== undefined) {
+      query = p.windowOpen
+        ? query.where('conversations.last_inbound_at', '>', since)
+        : query.where((eb) => eb.or([eb('conversations.last_inbound_at', 'is', null), eb('conversations.last_inbound_at', '<=', since)]));
+    }
+    return query;
+  },
+  { id: 'conversations.id', createdAt: 'conversations.created_at' },
+);
+
 export function createConversationsStore() {
-  /**
-   * Holds rows until the transaction ends (a no-op update takes the row lock on PostgreSQL; SQLite's
-   * writers are serialised anyway), so that what is computed from a row is not overwritten by a
-   * concurrent change computed from the same old row.
-   */
-  const lock = (db: Db) => db.updateTable('conversations').set((eb) => ({ updated_at: eb.ref('updated_at') }));
   return {
     /** A conversation the scope may see. */
     find(db: Db, scope: ConnectionScope, id: string): Promise<ConversationsTable | undefined> {
-      return visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope)
-        .where('conversations.id', '=', id)
-        .executeTakeFirst();
+      return findVisible.first(db, { scope: scopeParams(scope), id });
     },
     findThread(db: Db, connectionId: string, contactId: string): Promise<ConversationsTable | undefined> {
-      return db.selectFrom('conversations').selectAll().where('connection_id', '=', connectionId).where('contact_id', '=', contactId).executeTakeFirst();
+      return findThread.first(db, { connectionId, contactId });
     },
     lockThread(db: Db, connectionId: string, contactId: string): Promise<ConversationsTable | undefined> {
-      return lock(db).where('connection_id', '=', connectionId).where('contact_id', '=', contactId).returningAll().executeTakeFirst();
+      return lockThread.first(db, { connectionId, contactId });
     },
     lockById(db: Db, id: string): Promise<ConversationsTable | undefined> {
-      return lock(db).where('id', '=', id).returningAll().executeTakeFirst();
+      return lockById.first(db, { id });
     },
     /** Every conversation of these contacts, locked. */
     lockOfContacts(db: Db, contactIds: readonly string[]): Promise<ConversationsTable[]> {
-      return lock(db).where('contact_id', 'in', contactIds).returningAll().execute();
+      return lockOfContacts.all(db, { contactIds });
     },
     /** The contact's conversation with the latest customer message, among the connections the scope sees. */
     findLatestInbound(db: Db, contactId: string, scope: ConnectionScope): Promise<ConversationsTable | undefined> {
-      const query = visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope)
-        .where('conversations.contact_id', '=', contactId)
-        .where('conversations.last_inbound_at', 'is not', null);
-      return query.orderBy('conversations.last_inbound_at', 'desc').orderBy('conversations.id', 'desc').limit(1).executeTakeFirst();
+      return findLatestInbound.first(db, { scope: scopeParams(scope), contactId });
     },
     /** Inserts unless the thread exists; answers whether this call inserted it. */
     async insertIfAbsent(db: Db, row: ConversationsTable): Promise<boolean> {
-      const result = await db
-        .insertInto('conversations')
-        .values(row)
-        .onConflict((conflict) => conflict.columns(['connection_id', 'contact_id']).doNothing())
-        .executeTakeFirst();
-      return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+      return (await insertIfAbsent.run(db, row)) > 0;
     },
     async update(db: Db, id: string, changes: ConversationChanges): Promise<void> {
-      await db.updateTable('conversations').set(changes).where('id', '=', id).execute();
+      await updateRow.run(db, { id, changes });
     },
     list(db: Db, scope: ConnectionScope, filters: ConversationFilters, page: PageRequest) {
-      let query = visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope);
-      if (filters.state !== undefined) query = query.where('conversations.state', '=', filters.state);
-      if (filters.assigneeId !== undefined) query = query.where('conversations.assignee_id', filters.assigneeId === null ? 'is' : '=', filters.assigneeId);
-      if (filters.connectionId !== undefined) query = query.where('conversations.connection_id', '=', filters.connectionId);
-      if (filters.contactId !== undefined) query = query.where('conversations.contact_id', '=', filters.contactId);
-      if (filters.tag !== undefined) {
-        const tagged = db
-          .selectFrom('conversation_tags')
-          .select('conversation_tags.conversation_id')
-          .where('conversation_tags.organization_id', '=', scope.organizationId)
-          .where('conversation_tags.tag', '=', filters.tag);
-        query = query.where('conversations.id', 'in', tagged);
-      }
-      const window = filters.window;
-      if (window !== undefined) {
-        query = window.open
-          ? query.where('conversations.last_inbound_at', '>', window.since)
-          : query.where((eb) => eb.or([eb('conversations.last_inbound_at', 'is', null), eb('conversations.last_inbound_at', '<=', window.since)]));
-      }
-      return paginate(query, { id: 'conversations.id', createdAt: 'conversations.created_at' }, page);
+      const { state, assigneeId, connectionId, contactId, tag, window } = filters;
+      return listPage(
+        db,
+        { scope: scopeParams(scope), state, assigneeId, connectionId, contactId, tag, windowOpen: window?.open, windowSince: window?.since },
+        page,
+      );
     },
     async addTags(db: Db, organizationId: string, conversationId: string, tags: readonly string[]): Promise<void> {
       if (tags.length === 0) return;

@@ -1,3 +1,4 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { MembersTable, UsersTable } from '../../db/schema.ts';
@@ -15,8 +16,13 @@ const MEMBER_COLUMNS = [
 
 export type MemberRow = MembersTable & Pick<UsersTable, 'email' | 'name'>;
 
+const joined = (db: Db) => db.selectFrom('members').innerJoin('users', 'users.id', 'members.user_id').select(MEMBER_COLUMNS);
+// Compiled once (db/compiled-query.ts): every dashboard request reads the token's member.
+const byId = compileOnce((db, p: { organizationId: string; id: string }) =>
+  joined(db).where('members.organization_id', '=', p.organizationId).where('members.id', '=', p.id),
+);
+
 export function createMembersStore() {
-  const joined = (db: Db) => db.selectFrom('members').innerJoin('users', 'users.id', 'members.user_id').select(MEMBER_COLUMNS);
   return {
     async insertUser(db: Db, row: UsersTable): Promise<void> {
       await db.insertInto('users').values(row).execute();
@@ -37,7 +43,7 @@ export function createMembersStore() {
       return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
     },
     find(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {
-      return joined(db).where('members.organization_id', '=', organizationId).where('members.id', '=', id).executeTakeFirst();
+      return byId.first(db, { organizationId, id });
     },
     /** The user's memberships, oldest first. */
     listForUser(db: Db, userId: string): Promise<MemberRow[]> {

@@ -1,5 +1,9 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import type { OauthTokensTable } from '../../db/schema.ts';
+
+// Compiled once (db/compiled-query.ts): every request with an OAuth token resolves it.
+const byHash = compileOnce((db, p: { hash: string }) => db.selectFrom('oauth_tokens').selectAll().where('token_hash', '=', p.hash));
 
 export function createOauthTokensStore() {
   return {
@@ -7,7 +11,7 @@ export function createOauthTokensStore() {
       await db.insertInto('oauth_tokens').values(row).execute();
     },
     findByHash(db: Db, hash: string): Promise<OauthTokensTable | undefined> {
-      return db.selectFrom('oauth_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+      return byHash.first(db, { hash });
     },
     async revoke(db: Db, organizationId: string, id: string, at: string): Promise<boolean> {
       const result = await db

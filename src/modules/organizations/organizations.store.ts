@@ -1,5 +1,9 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import type { OrganizationsTable } from '../../db/schema.ts';
+
+// Compiled once (db/compiled-query.ts): every /v1 request reads its organization.
+const byId = compileOnce((db, p: { id: string }) => db.selectFrom('organizations').selectAll().where('id', '=', p.id));
 
 export function createOrganizationsStore() {
   return {
@@ -7,7 +11,7 @@ export function createOrganizationsStore() {
       await db.insertInto('organizations').values(row).execute();
     },
     find(db: Db, id: string): Promise<OrganizationsTable | undefined> {
-      return db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
+      return byId.first(db, { id });
     },
   };
 }

@@ -1,5 +1,6 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
-import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
+import { scopeParams, visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { TemplatesTable } from '../../db/schema.ts';
 
@@ -13,12 +14,34 @@ export interface TemplateFilters {
 
 export type TemplateChanges = Partial<Omit<TemplatesTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>;
 
+/** The templates the scope may see: every read of the API starts here. */
+const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('templates').selectAll('templates'), 'templates', scope);
+
+// Compiled once (db/compiled-query.ts): a template send reads its template, a refused send the approved list.
+const findVisible = compileOnce((db, p: { scope: ConnectionScope; id: string }) => visible(db, p.scope).where('templates.id', '=', p.id));
+const byName = compileOnce((db, p: { connectionId: string; name: string; language: string }) =>
+  db
+    .selectFrom('templates')
+    .selectAll()
+    .where('connection_id', '=', p.connectionId)
+    .where('name', '=', p.name)
+    .where('language', '=', p.language)
+    .orderBy('id', 'desc'),
+);
+const approved = compileOnce((db, p: { connectionId: string }) =>
+  db
+    .selectFrom('templates')
+    .select(['id', 'name', 'language', 'category'])
+    .where('connection_id', '=', p.connectionId)
+    .where('status', '=', 'approved')
+    .orderBy('name')
+    .orderBy('language'),
+);
+
 export function createTemplatesStore() {
-  /** The templates the scope may see: every read of the API starts here. */
-  const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('templates').selectAll('templates'), 'templates', scope);
   return {
     find(db: Db, scope: ConnectionScope, id: string): Promise<TemplatesTable | undefined> {
-      return visible(db, scope).where('templates.id', '=', id).executeTakeFirst();
+      return findVisible.first(db, { scope: scopeParams(scope), id });
     },
     list(db: Db, scope: ConnectionScope, filters: TemplateFilters, page: PageRequest) {
       let query = visible(db, scope);
@@ -31,27 +54,13 @@ export function createTemplatesStore() {
     },
     /** Every record of a (name, language) on a connection, newest first: deleted ones stay as history. */
     listByName(db: Db, connectionId: string, name: string, language: string): Promise<TemplatesTable[]> {
-      return db
-        .selectFrom('templates')
-        .selectAll()
-        .where('connection_id', '=', connectionId)
-        .where('name', '=', name)
-        .where('language', '=', language)
-        .orderBy('id', 'desc')
-        .execute();
+      return byName.all(db, { connectionId, name, language });
     },
     listForConnection(db: Db, connectionId: string): Promise<TemplatesTable[]> {
       return db.selectFrom('templates').selectAll().where('connection_id', '=', connectionId).execute();
     },
     listApproved(db: Db, connectionId: string): Promise<Pick<TemplatesTable, 'id' | 'name' | 'language' | 'category'>[]> {
-      return db
-        .selectFrom('templates')
-        .select(['id', 'name', 'language', 'category'])
-        .where('connection_id', '=', connectionId)
-        .where('status', '=', 'approved')
-        .orderBy('name')
-        .orderBy('language')
-        .execute();
+      return approved.all(db, { connectionId });
     },
     findByProviderId(db: Db, connectionId: string, providerTemplateId: string): Promise<TemplatesTable | undefined> {
       return db
