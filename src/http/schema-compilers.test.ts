@@ -34,7 +34,7 @@ describe('route schemas compiled on first use', () => {
         },
       },
       // The extra field is dropped by the response serializer, as fast-json-stringify always did.
-      async (request, reply) => reply.code(201).send({ ...(request.body as { name: string }), secret: 'not in the schema' }),
+      async (request, reply) => reply.code(201).send(Object.assign({ secret: 'not in the schema' }, request.body)),
     );
     await app.ready();
     const refused = await app.inject({ method: 'POST', url: '/things', payload: { name: '', colour: 'blue' } });

@@ -63,7 +63,9 @@ export function createSchemaCompilers(): SchemaCompilers {
       try {
         compiled = buildSerializer(route) as Serializer;
       } catch (error) {
-        throw new Error(`${route.method} ${route.url} response ${route.httpStatus}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw new Error(`${route.method} ${route.url} response ${route.httpStatus}: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
       }
       pending.delete(compile);
       return compiled;
