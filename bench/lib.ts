@@ -353,9 +353,22 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Extra node flags for the service child, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`. */
+/**
+ * The node flags of the service child: those `npm start` runs the service with (package.json's
+ * `start` script, the one place they are written: `--max-semi-space-size`, docs/benchmarks.md#memory),
+ * then any extra ones, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`, which come
+ * later and so win.
+ */
 function serverNodeArgs(): string[] {
-  return (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  return [...serviceNodeFlags(), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)];
+}
+
+function serviceNodeFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(path.join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = manifest.scripts.start.split(/\s+/);
+  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts')
+    throw new Error(`package.json's start script is not "node [flags] src/main.ts": ${manifest.scripts.start}`);
+  return words.slice(1, -1);
 }
 
 export interface AppServer extends BenchServer {
