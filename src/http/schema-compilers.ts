@@ -5,7 +5,7 @@ import { validatorCompiler as compileValidator } from './validation.ts';
 /**
  * Route schemas compiled on a route's first request, not at start-up. Compiling every validator
  * (Ajv) and response serializer (fast-json-stringify) of every route, each GET twice for its HEAD
- * twin, held about 50 MiB of generated code in a process that serves a handful of routes most of
+ * twin, held about 45 MiB of generated code in a process that serves a handful of routes most of
  * the time (docs/benchmarks.md#memory). The compiled function is the same either way, so answers
  * and error envelopes are too; what moves is when a broken schema is found, which is why
  * `compileAll()` exists: a test compiles every route's schemas, as a start-up used to.
