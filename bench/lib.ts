@@ -145,7 +145,7 @@ function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
 
 async function forkServer(
   script: string,
-  options: { env: NodeJS.ProcessEnv; execArgv?: string[]; cleanUp?: () => Promise<void>; removeNow?: () => void },
+  options: { env: NodeJS.ProcessEnv; execArgv?: string[]; cleanUp?: () => Promise<void>; removeNow?: () => void; memory?: MemoryRecord['kind'] },
 ): Promise<BenchServer> {
   installCleanUp();
   const child = fork(path.join(BENCH_DIR, script), [], {
@@ -155,11 +155,14 @@ async function forkServer(
   });
 
   let stopped: Promise<void> | undefined;
+  let memory: MemoryRecord | undefined;
   const entry: Running = {
     child,
     removeNow: options.removeNow ?? (() => undefined),
     stop() {
       stopped ??= (async () => {
+        // The last reading before it goes: a bench stops its baseline long before it ends.
+        if (memory) memory.last = procMemory(child.pid!) ?? memory.last;
         if (child.connected) child.send({ type: 'stop' } satisfies ToChild);
         if (!(await waitForExit(child, STOP_TIMEOUT_MS))) {
           child.kill('SIGKILL');
@@ -190,6 +193,11 @@ async function forkServer(
     await entry.stop();
     throw error;
   });
+  if (options.memory) {
+    const atStart = procMemory(child.pid!);
+    memory = { kind: options.memory, pid: child.pid!, atStart, last: atStart };
+    memoryRecords.push(memory);
+  }
 
   return {
     url: `http://127.0.0.1:${port}`,
@@ -245,12 +253,90 @@ function childRss(child: ChildProcess): Promise<number> {
 }
 
 function vmRssKib(pid: number): number | undefined {
+  return procMemory(pid)?.rssKib;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: every bench prints the service's resident set (at start, before its load, its peak and
+// at the end) beside the bare Fastify server's, read from outside like the CPU time.
+
+interface ProcMemory {
+  /** VmRSS: resident now. */
+  rssKib: number;
+  /** VmHWM: the most the process has ever had resident, kept by the kernel, so no sample can miss a peak. */
+  peakKib: number;
+}
+
+interface MemoryRecord {
+  kind: 'service' | 'bare';
+  pid: number;
+  /** Right after it listens, before the bench has sent it anything. */
+  atStart: ProcMemory | undefined;
+  /** Right before the first measured load against it (`measure` with its pid), after the set-up requests. */
+  beforeLoad?: ProcMemory | undefined;
+  /** The latest reading: when it was stopped, or when the bench read it last. */
+  last: ProcMemory | undefined;
+}
+
+const memoryRecords: MemoryRecord[] = [];
+
+/** The kernel's view of a process's memory (Linux only; undefined elsewhere or once it has exited). */
+function procMemory(pid: number): ProcMemory | undefined {
   try {
-    const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kib === undefined ? undefined : Number(kib);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rss = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+    const peak = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+    return rss === undefined || peak === undefined ? undefined : { rssKib: Number(rss), peakKib: Number(peak) };
   } catch {
     return undefined;
   }
+}
+
+function noteLoadStarting(pid: number): void {
+  const record = memoryRecords.find((entry) => entry.pid === pid);
+  if (record && !record.beforeLoad) record.beforeLoad = procMemory(pid);
+}
+
+const kibToMib = (kib: number | undefined) => (kib === undefined ? undefined : kib / 1024);
+const mibText = (kib: number | undefined) => kibToMib(kib)?.toFixed(1) ?? 'n/a';
+
+/**
+ * The memory lines of a bench: the service's RSS at start, before its load, its peak and at the end,
+ * and `RESULT <bench> rss_idle_mib=… baseline=…` (at start) and `RESULT <bench> rss_mib=…
+ * baseline=…` (the peak), each against a bare Fastify server in the same run: the bench's own
+ * baseline if it ran one, or else one started here, idle, for the comparison.
+ */
+async function printMemory(bench: string): Promise<void> {
+  const services = memoryRecords.filter((entry) => entry.kind === 'service');
+  if (services.length === 0) return;
+  for (const service of services) service.last = procMemory(service.pid) ?? service.last;
+  let bare = memoryRecords.filter((entry) => entry.kind === 'bare');
+  let bareNote = 'bare Fastify (the baseline above)';
+  if (bare.length === 0) {
+    const idle = await startBaseline({ path: '/', body: Buffer.from('{}'), contentType: 'application/json' });
+    await idle.stop();
+    bare = memoryRecords.filter((entry) => entry.kind === 'bare');
+    bareNote = 'bare Fastify (started idle for the comparison: this bench has no bare Fastify baseline)';
+  }
+  const most = (records: MemoryRecord[], read: (entry: MemoryRecord) => number | undefined) => {
+    const values = records.map(read).filter((value): value is number => value !== undefined);
+    return values.length === 0 ? undefined : Math.max(...values);
+  };
+  const serviceStart = most(services, (entry) => entry.atStart?.rssKib);
+  const servicePeak = most(services, (entry) => entry.last?.peakKib);
+  const bareStart = most(bare, (entry) => entry.atStart?.rssKib);
+  const barePeak = most(bare, (entry) => entry.last?.peakKib);
+  console.log(
+    `server RSS, MiB: at start ${mibText(serviceStart)}, before the load ${mibText(most(services, (entry) => entry.beforeLoad?.rssKib))}, ` +
+      `peak ${mibText(servicePeak)}, at the end ${mibText(most(services, (entry) => entry.last?.rssKib))}; ` +
+      `${bareNote}: at start ${mibText(bareStart)}, peak ${mibText(barePeak)}`,
+  );
+  const result = (metric: string, service: number | undefined, baseline: number | undefined) => {
+    if (service === undefined || baseline === undefined) console.log(`RESULT ${bench} ${metric}=n/a baseline=n/a ratio=n/a`);
+    else printResult(bench, metric, kibToMib(service)!, kibToMib(baseline)!);
+  };
+  result('rss_idle_mib', serviceStart, bareStart);
+  result('rss_mib', servicePeak, barePeak);
 }
 
 /**
@@ -267,9 +353,22 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Extra node flags for the service child, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`. */
+/**
+ * The node flags of the service child: those `npm start` runs the service with (package.json's
+ * `start` script, the one place they are written: `--max-semi-space-size`, docs/benchmarks.md#memory),
+ * then any extra ones, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`, which come
+ * later and so win.
+ */
 function serverNodeArgs(): string[] {
-  return (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  return [...serviceNodeFlags(), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)];
+}
+
+function serviceNodeFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(path.join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = manifest.scripts.start.split(/\s+/);
+  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts')
+    throw new Error(`package.json's start script is not "node [flags] src/main.ts": ${manifest.scripts.start}`);
+  return words.slice(1, -1);
 }
 
 export interface AppServer extends BenchServer {
@@ -313,6 +412,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       ...env,
     },
     execArgv: serverNodeArgs(),
+    memory: 'service',
     removeNow: () => rmSync(dataDir, { recursive: true, force: true }),
     async cleanUp() {
       rmSync(dataDir, { recursive: true, force: true });
@@ -369,6 +469,7 @@ export async function startBaseline(response: BaselineResponse): Promise<BenchSe
       BENCH_BASELINE_CONTENT_TYPE: response.contentType,
       BENCH_BASELINE_BODY_FILE: bodyFile,
     },
+    memory: 'bare',
     removeNow: () => rmSync(dir, { recursive: true, force: true }),
     async cleanUp() {
       rmSync(dir, { recursive: true, force: true });
@@ -550,6 +651,7 @@ export async function measure(options: LoadOptions): Promise<LoadFigures> {
       );
     }
   };
+  if (options.pid !== undefined) noteLoadStarting(options.pid);
   if (options.warmupSeconds) check(await run(options.warmupSeconds), 'warm-up');
   const cpu = options.pid === undefined ? undefined : startCpuClock(options.pid);
   const result = await run(options.seconds ?? 10);
@@ -617,6 +719,7 @@ export function printCpuResult(bench: string, service: number | undefined, basel
 export async function runBench(name: string, body: () => Promise<void>): Promise<void> {
   try {
     await body();
+    await printMemory(name);
   } catch (error) {
     process.exitCode = 1;
     // Stopping the servers mid-run on Ctrl-C fails the load run; that is not news worth a stack trace.

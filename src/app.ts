@@ -1,5 +1,4 @@
 import cookie from '@fastify/cookie';
-import { Redis } from 'ioredis';
 import { buildAccess } from './composition/access.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
@@ -59,7 +58,8 @@ export async function createApp(options: { config: Config; store: Store; clock: 
     trustProxy: config.trustProxy,
     isUnavailable: store.dialect.isUnavailable,
   });
-  const redis = config.redisUrl ? new Redis(config.redisUrl, RATE_LIMIT_REDIS_OPTIONS) : undefined;
+  // Loaded only by a process that uses Redis: most never do, and the client is ~10 MiB resident.
+  const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, RATE_LIMIT_REDIS_OPTIONS) : undefined;
   if (redis) server.addHook('onClose', async () => redis.disconnect());
   const core = buildCore({ config, store, clock, log: server.log, localUrl: () => listeningUrl(server, config), redis });
   const { modules, services } = buildAreas(core);

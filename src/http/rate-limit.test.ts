@@ -351,7 +351,7 @@ describe('rate limits: a token bucket per credential and per source address', ()
         });
 
         it('the Redis bucket refills on Redis’s clock, one token per interval', async () => {
-          const buckets = createRedisBuckets(redis, `${runId}-direct`);
+          const buckets = await createRedisBuckets(redis, `${runId}-direct`);
           const policy = { burst: 10, perSecond: 5 };
           for (let i = 9; i >= 0; i--) assert.equal((await buckets.take('test', 'k', policy)).remaining, i);
           const refused = await buckets.take('test', 'k', policy);

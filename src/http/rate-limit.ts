@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis, RedisOptions } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterRedis } from 'rate-limiter-flexible';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { CredentialKind } from '../modules/credentials/scopes.schemas.ts';
@@ -162,9 +162,10 @@ const FIRST_CONNECTION_WAIT_MS = 3000;
  * Buckets in Redis, shared by every process using the same Redis and key prefix. rate-limiter-flexible
  * counts fixed windows; its Redis store takes a replacement script, which is how it runs a true token
  * bucket here. The client's `rlflxIncr` command becomes that script, so this client must not also
- * serve a fixed-window RateLimiterRedis.
+ * serve a fixed-window RateLimiterRedis. The library is loaded here, only by a process with Redis.
  */
-export function createRedisBuckets(redis: Redis, keyPrefix: string): BucketStore {
+export async function createRedisBuckets(redis: Redis, keyPrefix: string): Promise<BucketStore> {
+  const { RateLimiterRedis, RateLimiterRes } = await import('rate-limiter-flexible');
   const limiters = new Map<string, RateLimiterRedis>();
 
   function limiterFor(bucket: string, policy: BucketPolicy): RateLimiterRedis {
@@ -236,7 +237,7 @@ function describeRate(policy: BucketPolicy): string {
  */
 export async function registerRateLimits(app: HttpServer, options: RateLimitOptions): Promise<void> {
   const memory = createMemoryBuckets(options.clock);
-  const shared = options.redis ? createRedisBuckets(options.redis, options.keyPrefix) : undefined;
+  const shared = options.redis ? await createRedisBuckets(options.redis, options.keyPrefix) : undefined;
   const perAddress = addressBucket(options.unauthenticatedPerMinute);
   const perCredential = credentialBuckets(options.credentialMultiplier);
   if (options.credentialMultiplier !== 1) {

@@ -12,7 +12,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { errorBody } from './error-envelope.ts';
-import { validationError, validatorCompiler } from './validation.ts';
+import { createSchemaCompilers } from './schema-compilers.ts';
+import { validationError } from './validation.ts';
 
 export type HttpServer = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -64,7 +65,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
+  const compilers = createSchemaCompilers();
+  app.setValidatorCompiler(compilers.validatorCompiler);
+  app.setSerializerCompiler(compilers.serializerCompiler);
+  app.decorate('compileSchemas', compilers.compileAll);
   // Only JSON bodies exist on /v1; modules that take other types (multipart media) add their parser.
   app.removeContentTypeParser('text/plain');
 
@@ -149,5 +153,7 @@ function toAppError(error: FastifyError | AppError): AppError {
 declare module 'fastify' {
   interface FastifyInstance {
     sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply;
+    /** Compiles every route schema not compiled yet (they compile on first use); throws the first failure. */
+    compileSchemas(): void;
   }
 }
