@@ -1,48 +1,21 @@
 /** The service as a process: start-up configuration errors and graceful shutdown on SIGTERM. */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { after, describe, it, type TestContext } from 'node:test';
+import { listeningUrl, spawnService, type ServiceProcess } from './service-process.ts';
 import { waitFor } from './wait.ts';
 
-const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 const dirs: string[] = [];
 after(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-/** The service as a child process; killed when the test ends if it still runs. */
-function startMain(t: TestContext, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+/** The service on a fresh data directory of its own; killed when the test ends if it still runs. */
+function startMain(t: TestContext, env: Record<string, string>): ServiceProcess {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-main-'));
   dirs.push(dataDir);
-  // The process gets only what it needs, so the developer's own environment cannot leak into the test.
-  const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.after(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return { child, output: () => output };
-}
-
-async function listeningUrl(output: () => string, child: ChildProcess): Promise<string> {
-  const match = await waitFor(
-    () => {
-      const found = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output());
-      if (!found && child.exitCode !== null) throw new Error(`the service exited: ${output()}`);
-      return found;
-    },
-    { timeoutMs: 10_000, intervalMs: 20, message: () => `the service to start: ${output()}` },
-  );
-  return match[1]!;
+  return spawnService(t, { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env });
 }
 
 describe('the service process', () => {
@@ -64,8 +37,9 @@ describe('the service process', () => {
   }
 
   it('starts on the embedded defaults, then on SIGTERM finishes in-flight requests and exits cleanly', async (t) => {
-    const { child, output } = startMain(t, {});
-    const url = await listeningUrl(output, child);
+    const service = startMain(t, {});
+    const { child, output } = service;
+    const url = await listeningUrl(service);
     assert.match(output(), /embedded store/);
     assert.equal((await fetch(`${url}/readyz`)).status, 200);
 

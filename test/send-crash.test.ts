@@ -5,18 +5,16 @@
  * key must end with exactly one message, sent to the provider once, whatever the crash cut.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Agent, request } from 'undici';
 import { ManualClock } from '../src/lib/clock.ts';
 import { createConnection, createKey, inbound, settle, signUp } from './factories.ts';
 import { startServer, suiteScope, type Scope, type TestServer } from './harness.ts';
+import { listeningUrl, spawnService, storeEnv } from './service-process.ts';
 import { waitFor } from './wait.ts';
 
-const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 /** Sends whose answers the client throws away unread: the process commits them, then dies. */
 const ANSWERS_LOST = 12;
 /** Sends in flight when the process dies. */
@@ -53,36 +51,8 @@ describe('sends when an api process crashes', () => {
 
   /** The real service as an api process on the test store: the same database and master key, no worker. */
   async function startApi(scope: Scope): Promise<ApiProcess> {
-    const { dataDir, schema } = server.testStore;
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', ROLE: 'api', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir };
-    if (schema) {
-      // pg applies `options` from the connection string, so the process lands in this test's schema.
-      const url = new URL(process.env.TEST_DATABASE_URL!);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      env.DATABASE_URL = url.toString();
-      env.MASTER_KEY = readFileSync(path.join(dataDir, 'master.key'), 'utf8').trim();
-    }
-    const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    scope.after(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }
-    });
-    let output = '';
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    let url: string | undefined;
-    await waitFor(
-      () => {
-        if (child.exitCode !== null) throw new Error(`the api process exited (${child.exitCode}): ${output}`);
-        url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1];
-        return url !== undefined;
-      },
-      { timeoutMs: 30_000, message: () => `the api process to listen: ${output}` },
-    );
-    return { child, url: url! };
+    const service = spawnService(scope, { ...storeEnv(server.testStore), ROLE: 'api', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' });
+    return { child: service.child, url: await listeningUrl(service, 30_000) };
   }
 
   function sendOf(label: string, index: number): Send {

@@ -3,10 +3,7 @@
  * ROLE=worker) share the test store's queue, and one of them is killed with SIGKILL mid-run.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { verifyWebhookSignature } from '../src/events/webhook-signature.ts';
 import { webhookDelivery } from '../src/jobs/catalog.ts';
@@ -14,9 +11,9 @@ import { ManualClock } from '../src/lib/clock.ts';
 import { createKey, signUp } from './factories.ts';
 import { startServer, suiteScope, type Scope, type TestServer } from './harness.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
+import { spawnService, storeEnv, type ServiceProcess } from './service-process.ts';
 import { waitFor } from './wait.ts';
 
-const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 const EVENTS = 2_000;
 const BATCH = 500;
 // Short, so the dead worker's jobs come back within the test rather than after the default minute.
@@ -26,11 +23,6 @@ const KILL_AFTER = 300;
 // From the first worker's start to the queue's last job: typically 10 to 25 s; the slack is for a
 // busy machine.
 const RUN_DEADLINE_MS = 50_000;
-
-interface WorkerProcess {
-  child: ChildProcess;
-  output: () => string;
-}
 
 describe('webhook delivery when a worker process crashes', () => {
   let server: TestServer;
@@ -64,36 +56,14 @@ describe('webhook delivery when a worker process crashes', () => {
   });
 
   /** The real service as a worker on the test store: the same database and the same master key. */
-  function startWorker(scope: Scope): WorkerProcess {
-    const { dataDir, schema } = server.testStore;
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '',
+  function startWorker(scope: Scope): ServiceProcess {
+    return spawnService(scope, {
+      ...storeEnv(server.testStore),
       ROLE: 'worker',
       LOG_LEVEL: 'warn',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
       WORKER_LEASE_MS: String(LEASE_MS),
-    };
-    if (schema) {
-      // pg applies `options` from the connection string, so the worker lands in this test's schema.
-      const url = new URL(process.env.TEST_DATABASE_URL!);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      env.DATABASE_URL = url.toString();
-      env.MASTER_KEY = readFileSync(path.join(dataDir, 'master.key'), 'utf8').trim();
-    }
-    const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    // Never leave a worker behind: it would hold the store open and keep delivering into nothing.
-    scope.after(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }
     });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    return { child, output: () => output };
   }
 
   // Kept up to date as requests arrive: parsing every body again on each poll would take the CPU
@@ -109,7 +79,7 @@ describe('webhook delivery when a worker process crashes', () => {
     server.app.store.db.selectFrom('jobs').select(['id', 'attempts']).where('name', '=', webhookDelivery.name).where('status', 'in', statuses).execute();
 
   /** Waits for `done` until the run's deadline, and fails at once if the worker exits first. */
-  async function until(what: string, worker: WorkerProcess, deadline: number, done: () => boolean | Promise<boolean>): Promise<void> {
+  async function until(what: string, worker: ServiceProcess, deadline: number, done: () => boolean | Promise<boolean>): Promise<void> {
     await waitFor(
       async () => {
         if (await done()) return true;
