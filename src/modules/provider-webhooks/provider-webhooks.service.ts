@@ -136,6 +136,17 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
     }
   }
 
+  /** The webhook's updates when all of them need only the store; undefined otherwise (or when it is no envelope). */
+  function localUpdatesOf(body: unknown): LocalUpdate[] | undefined {
+    try {
+      const updates = inbound.parse(body);
+      return updates.every(isLocal) ? updates : undefined;
+    } catch {
+      // Not an envelope: the job records why.
+      return undefined;
+    }
+  }
+
   return {
     /** The provider's subscription handshake: the challenge comes back only to the right token. */
     handshake(query: { 'hub.mode'?: string; 'hub.verify_token'?: string; 'hub.challenge'?: string }): string {
@@ -150,36 +161,49 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
     },
 
     /**
-     * Stores a signed webhook and queues its processing, in one transaction, before answering: the
-     * provider hears 200 quickly, and a crash after that loses nothing. The same bytes twice (the
-     * provider's retry) are stored and processed once.
+     * Stores a signed webhook and applies it, in one transaction, before answering: the provider
+     * hears 200 once what it said is kept, and a crash after that loses nothing. When every update
+     * needs only the store (the usual case: messages, statuses, echoes), they are applied in that
+     * transaction and the webhook is marked processed: one commit, no job. Otherwise (or if applying
+     * them fails) the webhook is stored with a `provider_webhook.process` job, which applies it. The
+     * same bytes twice (the provider's retry) are stored and processed once.
      */
     async receive(rawBody: Buffer, signature: string | undefined): Promise<{ duplicate: boolean }> {
       if (!inbound.verifySignature(rawBody, signature)) {
         throw new AppError('signature_invalid', signature === undefined ? 'X-Hub-Signature-256 is missing.' : 'X-Hub-Signature-256 does not match the body.');
       }
       const text = rawBody.toString('utf8');
+      let body: unknown;
       try {
-        JSON.parse(text);
+        body = JSON.parse(text);
       } catch {
         throw new AppError('malformed_json', 'The body is not valid JSON.');
       }
       const now = clock.now();
       const id = newId('providerWebhook', now.getTime());
-      const inserted = await db.transaction().execute(async (trx) => {
-        const fresh = await store.insertIfAbsent(trx, {
-          id,
-          body_sha256: sha256Hex(rawBody),
-          body: text,
-          received_at: now.toISOString(),
-          processed_at: null,
-          updates: null,
-          error: null,
-        });
-        if (fresh) await queue.enqueue(trx, providerWebhookProcess, { provider_webhook_id: id });
-        return fresh;
+      const row = { id, body_sha256: sha256Hex(rawBody), body: text, received_at: now.toISOString(), processed_at: null, updates: null, error: null };
+      const updates = localUpdatesOf(body);
+      if (updates) {
+        try {
+          const fresh = await db.transaction().execute(async (trx) => {
+            if (!(await store.insertIfAbsent(trx, row))) return false;
+            for (const update of updates) await applyIn(trx, update);
+            await store.markProcessed(trx, id, { processed_at: clock.now().toISOString(), updates: updates.length, error: null });
+            return true;
+          });
+          return { duplicate: !fresh };
+        } catch (error) {
+          // Nothing of it was kept: the webhook is filed for the worker, whose retries and record of
+          // failure a request cannot give.
+          log.warn({ err: error, provider_webhook_id: id }, 'applying a provider webhook at once failed; queued for the worker');
+        }
+      }
+      const fresh = await db.transaction().execute(async (trx) => {
+        if (!(await store.insertIfAbsent(trx, row))) return false;
+        await queue.enqueue(trx, providerWebhookProcess, { provider_webhook_id: id });
+        return true;
       });
-      return { duplicate: !inserted };
+      return { duplicate: !fresh };
     },
 
     /**

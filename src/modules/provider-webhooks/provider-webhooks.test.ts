@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { providerWebhookProcess } from '../../jobs/catalog.ts';
 import { createHmac } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
@@ -291,12 +292,33 @@ describe('provider webhooks', () => {
       assert.ok(row.error);
     });
 
-    it('a webhook is answered before it is processed: the work waits in the queue', async () => {
-      const body = envelope({ messages: [{ from: '447700900900', id: 'wamid.queued', timestamp: '1780000000', type: 'text', text: { body: 'later' } }] });
+    it('a webhook that needs only the store is applied before it is answered, in one commit and with no job', async () => {
+      const body = envelope({ messages: [{ from: '447700900900', id: 'wamid.at-once', timestamp: '1780000000', type: 'text', text: { body: 'now' } }] });
       assert.equal((await postWebhook(body)).status, 200);
-      assert.equal(await messageByProviderId('wamid.queued'), undefined);
+      assert.ok(await messageByProviderId('wamid.at-once'), 'the message is filed by the time the provider hears 200');
+      const row = await server.app.store.db.selectFrom('provider_webhooks').selectAll().where('body', '=', body).executeTakeFirstOrThrow();
+      assert.ok(row.processed_at);
+      assert.equal(row.updates, 1);
+      const jobs = await server.app.store.db.selectFrom('jobs').select('payload').where('name', '=', providerWebhookProcess.name).execute();
+      assert.ok(!jobs.some((job) => job.payload.includes(row.id)), 'no job was queued for it');
+    });
+
+    it('a webhook that needs the provider (a number’s quality) is answered first, and applied by the worker', async () => {
+      const body = envelope(
+        { display_phone_number: connection.display_phone_number.replace(/\D/g, ''), event: 'DOWNGRADE', current_limit: 'TIER_1K' },
+        'phone_number_quality_update',
+      );
+      assert.equal((await postWebhook(body)).status, 200);
+      const row = await server.app.store.db.selectFrom('provider_webhooks').selectAll().where('body', '=', body).executeTakeFirstOrThrow();
+      assert.equal(row.processed_at, null, 'answered before it is processed');
+      const jobs = await server.app.store.db.selectFrom('jobs').select('payload').where('name', '=', providerWebhookProcess.name).execute();
+      assert.ok(
+        jobs.some((job) => job.payload.includes(row.id)),
+        'its processing is queued',
+      );
       await server.app.worker.drain();
-      assert.ok(await messageByProviderId('wamid.queued'));
+      const processed = await server.app.store.db.selectFrom('provider_webhooks').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
+      assert.ok(processed.processed_at);
     });
   });
 });
