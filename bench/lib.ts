@@ -354,21 +354,22 @@ function cleanEnv(): NodeJS.ProcessEnv {
 }
 
 /**
- * The node flags of the service child: those `npm start` runs the service with (package.json's
- * `start` script, the one place they are written: `--max-semi-space-size`, docs/benchmarks.md#memory),
- * then any extra ones, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`, which come
- * later and so win.
+ * How `npm start` runs the service (package.json's `start` script, the one place it is written:
+ * `MALLOC_ARENA_MAX`, `--max-semi-space-size`, docs/benchmarks.md#memory): the environment it sets,
+ * and its node flags, then any extra ones, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof
+ * --cpu-prof-dir=/tmp/prof"`, which come later and so win.
  */
-function serverNodeArgs(): string[] {
-  return [...serviceNodeFlags(), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)];
-}
-
-function serviceNodeFlags(): string[] {
+function serverStart(): { env: Record<string, string>; nodeArgs: string[] } {
   const manifest = JSON.parse(readFileSync(path.join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
   const words = manifest.scripts.start.split(/\s+/);
+  const env: Record<string, string> = {};
+  while (words[0] !== undefined && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
+    const [name, ...value] = words.shift()!.split('=');
+    env[name!] = value.join('=');
+  }
   if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts')
-    throw new Error(`package.json's start script is not "node [flags] src/main.ts": ${manifest.scripts.start}`);
-  return words.slice(1, -1);
+    throw new Error(`package.json's start script is not "[NAME=value ...] node [flags] src/main.ts": ${manifest.scripts.start}`);
+  return { env, nodeArgs: [...words.slice(1, -1), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)] };
 }
 
 export interface AppServer extends BenchServer {
@@ -399,9 +400,11 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
   const schema = databaseUrl ? `bench_${randomBytes(6).toString('hex')}` : undefined;
   const storeEnv: Record<string, string> =
     databaseUrl && schema ? { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema, MASTER_KEY: randomBytes(32).toString('hex') } : {};
+  const start = serverStart();
   const server = await forkServer('serve-app.ts', {
     env: {
       ...cleanEnv(),
+      ...start.env,
       DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       HOST: '127.0.0.1',
@@ -411,7 +414,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       ...storeEnv,
       ...env,
     },
-    execArgv: serverNodeArgs(),
+    execArgv: start.nodeArgs,
     memory: 'service',
     removeNow: () => rmSync(dataDir, { recursive: true, force: true }),
     async cleanUp() {
