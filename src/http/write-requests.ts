@@ -134,7 +134,7 @@ export function registerWriteRequests<Claim>(
     return undefined;
   }
 
-  /** `preHandler` of a route that calls out: claims the key in a commit of its own. */
+  /** `preHandler` of a route that waits on the network: claims the key in a commit of its own. */
   async function claimOnItsOwn(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const key = keyOf(request);
     if (key === undefined) return undefined;
@@ -185,7 +185,8 @@ export function registerWriteRequests<Claim>(
       if (finished === 'lost')
         request.log.warn({ idempotency_key: request.headers[HEADER] }, 'another request answered this idempotency key first; this response was not stored');
     } catch (error) {
-      // The client still gets its answer; nothing of the work was kept, so its retry runs again.
+      // The client still gets its answer. The key stays as it was: free, when the work rolled back with
+      // the request's transaction; in flight until its lock times out, on a route that waits on the network.
       request.log.error({ err: error, idempotency_key: request.headers[HEADER] }, 'could not record the idempotent response');
     }
     return payload;
