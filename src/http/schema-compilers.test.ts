@@ -3,6 +3,8 @@ import { describe, it } from 'node:test';
 import { Type } from 'typebox';
 import { startServer } from '../../test/harness.ts';
 import { assertError } from '../../test/factories.ts';
+import { createSchemaCompilers, nullableScalarsAsTypeLists } from './schema-compilers.ts';
+import { Nullable, Timestamp } from './schemas.ts';
 import { createHttpServer } from './server.ts';
 
 // Route schemas compile on a route's first request (schema-compilers.ts); these tests stand in for
@@ -55,5 +57,37 @@ describe('route schemas compiled on first use', () => {
     const response = await server.request('POST', '/auth/signup', { body: { email: 'ada@example.com', colour: 'blue' } });
     const error = assertError(response, 400, 'validation_failed');
     assert.ok(error.details.some((detail: { param: string; code: string }) => detail.param === '/colour' && detail.code === 'unknown_field'));
+  });
+});
+
+describe('nullable scalars serialized as type lists', () => {
+  const Row = Type.Object({
+    at: Nullable(Timestamp),
+    name: Nullable(Type.String()),
+    count: Nullable(Type.Integer()),
+    flag: Nullable(Type.Boolean()),
+    nested: Nullable(Type.Object({ at: Nullable(Timestamp) })),
+    list: Type.Array(Nullable(Type.String())),
+  });
+
+  it('turns anyOf [scalar, null] into a type list, and leaves a nullable object as it is', () => {
+    const rewritten = nullableScalarsAsTypeLists(Row) as { properties: Record<string, Record<string, unknown>> };
+    assert.deepEqual(rewritten.properties.at!.type, ['string', 'null']);
+    assert.equal(rewritten.properties.at!.format, 'date-time');
+    assert.deepEqual(rewritten.properties.count!.type, ['integer', 'null']);
+    assert.deepEqual(rewritten.properties.flag!.type, ['boolean', 'null']);
+    assert.ok(Array.isArray(rewritten.properties.nested!.anyOf), 'an object branch keeps its anyOf');
+    assert.deepEqual((rewritten.properties.list!.items as Record<string, unknown>).type, ['string', 'null']);
+  });
+
+  it("a route's serializer writes nullable values as JSON does", () => {
+    const serialize = createSchemaCompilers().serializerCompiler({ schema: Row, method: 'GET', url: '/rows', httpStatus: '200' });
+    for (const row of [
+      { at: '2026-01-01T00:00:00.000Z', name: 'Zoë "quoted" \u2028', count: 3, flag: true, nested: { at: null }, list: ['a', null] },
+      { at: null, name: null, count: null, flag: null, nested: null, list: [] },
+      { at: '2026-06-01T12:00:00.000Z', name: '', count: 0, flag: false, nested: { at: '2026-06-01T12:00:00.000Z' }, list: [null] },
+    ]) {
+      assert.equal(serialize(row), JSON.stringify(row));
+    }
   });
 });

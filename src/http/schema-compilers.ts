@@ -25,6 +25,35 @@ type SerializerFactory = (externalSchemas: Record<string, unknown>, options: Rec
 // version Fastify would have used itself: only its timing changes here.
 const defaultSerializerFactory = createRequire(import.meta.resolve('fastify'))('@fastify/fast-json-stringify-compiler') as () => SerializerFactory;
 
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean']);
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A response schema with every `anyOf: [scalar, null]` (what `Nullable(...)` writes) turned into
+ * the scalar with `type: [scalar, 'null']`, for the serializer only. fast-json-stringify serializes
+ * an `anyOf` by validating the value against each branch with Ajv (a `date-time` format check on
+ * every nullable timestamp of every row), which cost about five times the rest of such a field; a
+ * type list it writes directly. The output is the same bytes; the schema Fastify validates with and
+ * the OpenAPI document show are untouched.
+ */
+export function nullableScalarsAsTypeLists(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(nullableScalarsAsTypeLists);
+  if (!isPlainObject(schema)) return schema;
+  const { anyOf } = schema;
+  if (Array.isArray(anyOf) && anyOf.length === 2) {
+    const nullIndex = anyOf.findIndex((branch) => isPlainObject(branch) && branch.type === 'null' && Object.keys(branch).length === 1);
+    const scalar: unknown = anyOf[1 - nullIndex];
+    if (nullIndex !== -1 && isPlainObject(scalar) && typeof scalar.type === 'string' && SCALAR_TYPES.has(scalar.type) && !('anyOf' in scalar)) {
+      const { anyOf: _branches, ...rest } = schema;
+      return { ...rest, ...scalar, type: [scalar.type, 'null'] };
+    }
+  }
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, nullableScalarsAsTypeLists(value)]));
+}
+
 export function createSchemaCompilers(): SchemaCompilers {
   const pending = new Set<() => void>();
   let buildSerializer: FastifySerializerCompiler<unknown> | undefined;
@@ -61,7 +90,7 @@ export function createSchemaCompilers(): SchemaCompilers {
       if (compiled) return compiled;
       buildSerializer ??= defaultSerializerFactory()({}, undefined);
       try {
-        compiled = buildSerializer(route) as Serializer;
+        compiled = buildSerializer({ ...route, schema: nullableScalarsAsTypeLists(route.schema) }) as Serializer;
       } catch (error) {
         throw new Error(`${route.method} ${route.url} response ${route.httpStatus}: ${error instanceof Error ? error.message : String(error)}`, {
           cause: error,
