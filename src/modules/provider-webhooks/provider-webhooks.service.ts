@@ -119,6 +119,12 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
     }
   }
 
+  /** Applies a webhook's updates, all of them local, and marks it processed, in the caller's transaction. */
+  async function applyAllIn(trx: Trx, id: string, updates: LocalUpdate[]): Promise<void> {
+    for (const update of updates) await applyIn(trx, update);
+    await store.markProcessed(trx, id, { processed_at: clock.now().toISOString(), updates: updates.length, error: null });
+  }
+
   /**
    * Applies an update on its own: one that reads the provider or writes in transactions of its own
    * (a number's quality, an account's end), or a local one in a transaction of its own.
@@ -187,8 +193,7 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
         try {
           const fresh = await db.transaction().execute(async (trx) => {
             if (!(await store.insertIfAbsent(trx, row))) return false;
-            for (const update of updates) await applyIn(trx, update);
-            await store.markProcessed(trx, id, { processed_at: clock.now().toISOString(), updates: updates.length, error: null });
+            await applyAllIn(trx, id, updates);
             return true;
           });
           return { duplicate: !fresh };
@@ -225,15 +230,12 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
         context.inSettle((trx) => store.markProcessed(trx, id, outcome));
         return;
       }
-      const outcome = { processed_at: clock.now().toISOString(), updates: updates.length, error: null };
       if (updates.every(isLocal)) {
-        context.inSettle(async (trx) => {
-          for (const update of updates) await applyIn(trx, update);
-          await store.markProcessed(trx, id, outcome);
-        });
+        context.inSettle((trx) => applyAllIn(trx, id, updates));
         return;
       }
       for (const update of updates) await applyAlone(update);
+      const outcome = { processed_at: clock.now().toISOString(), updates: updates.length, error: null };
       context.inSettle((trx) => store.markProcessed(trx, id, outcome));
     },
   };
