@@ -190,23 +190,32 @@ const TemplateButtonParam = Discriminated('type', {
   copy_code: Strict({ index: ButtonIndex, type: Type.Literal('copy_code'), code: Type.String({ minLength: 1, maxLength: 15 }) }),
 });
 
+/** Names a template of the sending connection: its `id`, or its `name` with its `language`. */
+export const TemplateReferenceProperties = {
+  id: Type.Optional(Id('template', 'The template; or give `name` and `language`.')),
+  name: Type.Optional(Name),
+  language: Type.Optional(Language),
+};
+
+/** The values a send fills the template's placeholders with. */
+export const TemplateParameterProperties = {
+  header: Type.Optional(TemplateHeaderParam),
+  body: Type.Optional(
+    Type.Union([
+      Type.Array(TemplateBodyParam, { maxItems: 100, description: 'One value per placeholder, in order (named templates: each with its `name`).' }),
+      Type.Record(ParameterName, Type.String({ minLength: 1, maxLength: 32768 }), {
+        additionalProperties: false,
+        description: 'Named templates: `{"first_name": "Ana"}`.',
+      }),
+    ]),
+  ),
+  buttons: Type.Optional(Type.Array(TemplateButtonParam, { maxItems: 10 })),
+};
+export const TemplateParametersSchema = Strict(TemplateParameterProperties, { description: "The values of the template's placeholders." });
+export type TemplateParameters = Static<typeof TemplateParametersSchema>;
+
 export const TemplateSendSchema = Strict(
-  {
-    id: Type.Optional(Id('template', 'The template; or give `name` and `language`.')),
-    name: Type.Optional(Name),
-    language: Type.Optional(Language),
-    header: Type.Optional(TemplateHeaderParam),
-    body: Type.Optional(
-      Type.Union([
-        Type.Array(TemplateBodyParam, { maxItems: 100, description: 'One value per placeholder, in order (named templates: each with its `name`).' }),
-        Type.Record(ParameterName, Type.String({ minLength: 1, maxLength: 32768 }), {
-          additionalProperties: false,
-          description: 'Named templates: `{"first_name": "Ana"}`.',
-        }),
-      ]),
-    ),
-    buttons: Type.Optional(Type.Array(TemplateButtonParam, { maxItems: 10 })),
-  },
+  { ...TemplateReferenceProperties, ...TemplateParameterProperties },
   { description: 'Exactly one of `id`, or `name` with `language`, names an approved template of the sending connection.' },
 );
 export type TemplateSendInput = Static<typeof TemplateSendSchema>;

@@ -1,0 +1,53 @@
+/**
+ * What a schedule's occurrence creates when its target is notifications: the schema a schedule
+ * stores, and the two calls the schedules module makes on the notifications module (checking a
+ * target when a schedule is written, creating its notifications when an occurrence fires).
+ */
+import Type, { type Static } from 'typebox';
+import type { Trx } from '../../db/connect.ts';
+import { Id, Metadata, Strict } from '../../http/schemas.ts';
+import type { Principal } from '../credentials/principal.ts';
+import { TemplateParametersSchema, TemplateReferenceProperties } from '../templates/templates.schemas.ts';
+
+export const MAX_RECIPIENTS = 1000;
+
+export const PhoneNumber = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'A number in E.164.' });
+
+export const NotificationTargetSchema = Strict(
+  {
+    type: Type.Literal('notification'),
+    connection_id: Type.Optional(Id('connection', 'The sending number; required unless a connection key writes the schedule.')),
+    template: Strict(TemplateReferenceProperties, { description: 'Exactly one of `id`, or `name` with `language`: an approved template.' }),
+    to: Type.Optional(
+      Type.Array(PhoneNumber, { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Recipients by number. Exactly one of `to` and `contact_ids`.' }),
+    ),
+    contact_ids: Type.Optional(Type.Array(Id('contact'), { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Recipients by contact.' })),
+    parameters: Type.Optional(TemplateParametersSchema),
+    metadata: Type.Optional(Metadata),
+  },
+  { description: 'Each occurrence sends this template to these recipients as notifications (one, or a batch for several).' },
+);
+export type NotificationTarget = Static<typeof NotificationTargetSchema>;
+
+/** What an occurrence created: one notification for one recipient, a batch for several. */
+export type NotificationTargetResult = { notification_id: string } | { batch_id: string };
+
+export interface NotificationTargets {
+  /**
+   * Checks a target as a send would (connection, approved template, parameters, recipients), reading
+   * only; every refusal names its field under `param` (`/target`). Answers the target as stored: the
+   * connection filled in from a connection key.
+   */
+  checkTarget(principal: Principal, target: NotificationTarget, param: string): Promise<NotificationTarget>;
+  /**
+   * Creates the occurrence's notifications in the fire job's transaction, due at `sendAt`, each
+   * carrying `schedule_id` and `occurrence_id`. A recipient that can no longer be sent to (a contact
+   * deleted or opted out of marketing) is an error of the batch, not of the occurrence; a target that
+   * cannot be sent at all (the template paused, the connection gone) throws an AppError, which the
+   * occurrence records as its failure. Creating twice for one occurrence answers the first result.
+   */
+  createForOccurrence(
+    trx: Trx,
+    input: { organizationId: string; scheduleId: string; occurrenceId: string; target: NotificationTarget; sendAt: Date },
+  ): Promise<NotificationTargetResult>;
+}
