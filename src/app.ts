@@ -3,6 +3,7 @@ import { buildAccess } from './composition/access.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
+import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
@@ -42,11 +43,20 @@ function listeningUrl(server: HttpServer, config: Config): string {
 function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
   const messaging = buildMessaging(core, platform.services);
+  const outreach = buildOutreach(core, { ...platform.services, ...messaging.services });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...messaging.modules, ...delivery.modules, ...access.modules],
-    services: { ...platform.services, ...messaging.services, ...delivery.services, ...access.services, events: core.events, queue: core.queue },
+    modules: [...platform.modules, ...messaging.modules, ...outreach.modules, ...delivery.modules, ...access.modules],
+    services: {
+      ...platform.services,
+      ...messaging.services,
+      ...outreach.services,
+      ...delivery.services,
+      ...access.services,
+      events: core.events,
+      queue: core.queue,
+    },
   };
 }
 

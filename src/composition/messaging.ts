@@ -85,6 +85,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
       contacts: contacts.service,
       media: media.service,
       messages: messages.service,
+      sending: messages.sending,
       providerWebhooks: providerWebhooks.service,
     },
   } satisfies Area<object>;

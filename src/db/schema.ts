@@ -390,6 +390,68 @@ export interface ConversationLocksTable {
   updated_at: string;
 }
 
+/** One notification (`ntf_`): a template message that must arrive on time or not at all. */
+export interface NotificationsTable {
+  id: string;
+  organization_id: string;
+  connection_id: string;
+  /** `live` or `test`: the connection's, at creation. */
+  mode: string;
+  /** Null until the message is created for a recipient named by number alone. */
+  contact_id: string | null;
+  to: string;
+  template_id: string;
+  /** JSON: `{id, name, language, category, parameters}`. */
+  template: string;
+  status: string;
+  send_at: string;
+  /** When its send job runs: `send_at`, or later along the number's lane (see 0018_notifications). */
+  due_at: string;
+  expires_at: string;
+  batch_id: string | null;
+  batch_index: number | null;
+  dedupe_key: string | null;
+  /** The dedupe key while it is reserved (24 hours); see 0018_notifications. */
+  dedupe_claim: string | null;
+  schedule_id: string | null;
+  occurrence_id: string | null;
+  message_id: string | null;
+  attempts: number;
+  /** JSON `{code, message}`. */
+  error: string | null;
+  replay_of: string | null;
+  replayed_by: string | null;
+  sent_at: string | null;
+  delivered_at: string | null;
+  failed_at: string | null;
+  expired_at: string | null;
+  canceled_at: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One batch (`ntb_`): what a batch request created, and the recipients it refused. */
+export interface NotificationBatchesTable {
+  id: string;
+  organization_id: string;
+  connection_id: string;
+  mode: string;
+  /** `all_or_nothing` or `partial`. */
+  atomicity: string;
+  /** JSON: `{id, name, language, category}`. */
+  template: string;
+  recipient_count: number;
+  /** JSON: `[{index, code, message, param}]`, the recipients refused. */
+  errors: string;
+  send_at: string;
+  expires_at: string;
+  schedule_id: string | null;
+  occurrence_id: string | null;
+  metadata: string;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -416,4 +478,6 @@ export interface Database {
   templates: TemplatesTable;
   media: MediaTable;
   media_uploads: MediaUploadsTable;
+  notifications: NotificationsTable;
+  notification_batches: NotificationBatchesTable;
 }

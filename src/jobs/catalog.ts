@@ -69,6 +69,26 @@ export const messageSend = defineJob({
 });
 
 /**
+ * Sends one notification's message, at its `due_at`. A throttle or an outage puts it back to queued
+ * and is retried on this schedule while the notification has time left; its expiry ends it otherwise.
+ */
+export const notificationSend = defineJob({
+  name: 'notification.send',
+  payload: Type.Object({ notification_id: Type.String() }),
+  retry: retrySchedule([2 * SECOND, 10 * SECOND, 30 * SECOND, MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR], { jitter: 0.2 }),
+  // Waiting for a pacing slot (at most 10 s) and the send itself.
+  timeoutMs: MINUTE,
+});
+
+/** Ends, at its `expires_at`, a notification (or each one of a batch) still waiting to be sent. */
+export const notificationExpire = defineJob({
+  name: 'notification.expire',
+  payload: Type.Object({ notification_id: Type.Optional(Type.String()), batch_id: Type.Optional(Type.String()) }),
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE]),
+  timeoutMs: MINUTE,
+});
+
+/**
  * Warns that a conversation's 24-hour window closes in an hour. One timer per closing time, keyed by
  * it; the handler re-reads the conversation, so a timer whose window moved or closed does nothing.
  */
@@ -132,6 +152,8 @@ export const JOBS = [
   connectionOnboard,
   connectionOnboardingDeadline,
   messageSend,
+  notificationSend,
+  notificationExpire,
   conversationWindowExpiring,
   mediaFetch,
   conversationLockExpire,

@@ -32,7 +32,7 @@ export const FINISHED_JOB_RETENTION = { succeeded: 7 * DAY, failed: 30 * DAY } a
  */
 export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
   const { clock } = deps;
-  return {
+  const queue = {
     async enqueue<D extends JobDefinition>(trx: Trx, definition: D, payload: JobPayload<D>, options: EnqueueOptions = {}): Promise<string> {
       if (!Value.Check(definition.payload, payload)) {
         throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
@@ -74,30 +74,54 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
      * No dedupe key: each is a job of its own. Answers their ids, in the payloads' order.
      */
     async enqueueAll<D extends JobDefinition>(trx: Trx, definition: D, payloads: readonly JobPayload<D>[]): Promise<string[]> {
-      if (payloads.length === 0) return [];
-      for (const payload of payloads) {
-        if (!Value.Check(definition.payload, payload)) {
-          throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
+      return queue.enqueueMany(
+        trx,
+        definition,
+        payloads.map((payload) => ({ payload })),
+      );
+    },
+
+    /**
+     * Many jobs of one kind, each with its own time and dedupe key, in a few inserts (a batch's sends
+     * spaced along a number's lane). A key already taken is skipped, as with `enqueue`. Answers the
+     * ids, in the jobs' order.
+     */
+    async enqueueMany<D extends JobDefinition>(
+      trx: Trx,
+      definition: D,
+      jobs: readonly { payload: JobPayload<D>; runAt?: Date; dedupeKey?: string }[],
+    ): Promise<string[]> {
+      if (jobs.length === 0) return [];
+      for (const job of jobs) {
+        if (!Value.Check(definition.payload, job.payload)) {
+          throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(job.payload)}`);
         }
       }
       const now = clock.now();
       const at = now.toISOString();
-      const rows = payloads.map((payload) => ({
+      const rows = jobs.map((job) => ({
         id: newId('job', now.getTime()),
         name: definition.name,
-        payload: JSON.stringify(payload),
+        payload: JSON.stringify(job.payload),
         status: 'queued',
-        run_at: at,
+        run_at: (job.runAt ?? now).toISOString(),
         attempts: 0,
         max_attempts: definition.retry.maxAttempts,
         locked_by: null,
         locked_until: null,
         last_error: null,
-        dedupe_key: null,
+        dedupe_key: job.dedupeKey ?? null,
         created_at: at,
         updated_at: at,
       }));
-      await trx.insertInto('jobs').values(rows).execute();
+      // SQLite binds at most 32,766 values in a statement: 500 rows of 13 columns stay well below.
+      for (let start = 0; start < rows.length; start += 500) {
+        await trx
+          .insertInto('jobs')
+          .values(rows.slice(start, start + 500))
+          .onConflict((conflict) => conflict.column('dedupe_key').doNothing())
+          .execute();
+      }
       deps.onEnqueue?.();
       return rows.map((row) => row.id);
     },
@@ -108,6 +132,7 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
       return Number(result.numDeletedRows) > 0;
     },
   };
+  return queue;
 }
 
 export type Queue = ReturnType<typeof createQueue>;

@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   template: 'tpl',
   media: 'med',
   notification: 'ntf',
+  notificationBatch: 'ntb',
   schedule: 'sch',
   automation: 'aut',
   automationVersion: 'autv',

@@ -98,6 +98,7 @@ function countingPacer(): Pacer & { asked: { key: string; perSecond: number }[] 
     async acquire(key, perSecond) {
       asked.push({ key, perSecond });
     },
+    intervalMs: (perSecond) => 1000 / perSecond,
   };
 }
 

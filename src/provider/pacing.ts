@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../lib/clock.ts';
-import { isProviderError, ProviderError, type Provider, type ProviderCredentials } from './provider.ts';
+import { isProviderError, ProviderError, type Provider, type ProviderCredentials, type SendOptions } from './provider.ts';
 
 /** cloud-api-facts.md §8.1: messages a second per registered number, inbound and outbound together. */
 export const THROUGHPUT_PER_SECOND = { standard: 80, coexistence: 20, upgraded: 1000 } as const;
@@ -223,6 +223,8 @@ export interface Pacer {
    * when it aborts (a slot already reserved is left unused). `Infinity` means no ceiling.
    */
   acquire(key: string, perSecond: number, signal?: AbortSignal): Promise<void>;
+  /** How far apart this pacer spaces the slots of a ceiling: work queued this far apart never waits on it. */
+  intervalMs(perSecond: number): number;
 }
 
 export const DEFAULT_MAX_WAIT_MS = 10_000;
@@ -289,14 +291,17 @@ export function createPacer(options: PacerOptions): Pacer {
     return () => reservation.slotMs;
   }
 
+  const intervalMs = (perSecond: number) => (1000 + slackMs) / perSecond;
+
   return {
+    intervalMs,
+
     async acquire(key, perSecond, signal) {
       if (!(perSecond > 0)) throw new RangeError(`a throughput ceiling must be above 0 a second, got ${perSecond}`);
       signal?.throwIfAborted();
       if (perSecond === Infinity) return;
-      const intervalMs = (1000 + slackMs) / perSecond;
       for (let late = 0; ; late++) {
-        const slotAt = await reserve(key, intervalMs);
+        const slotAt = await reserve(key, intervalMs(perSecond));
         signal?.throwIfAborted();
         // Until the slot's time, not for the wait reported: the time since reserving (the rest of a
         // burst being reserved on this thread) must not make the send later. A slot already due
@@ -356,9 +361,9 @@ export function withPacing<P extends Provider>(provider: P, options: PacingOptio
   const maxRetries = options.maxThrottleRetries ?? DEFAULT_MAX_THROTTLE_RETRIES;
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? DEFAULT_MAX_THROTTLE_WAIT_MS;
 
-  async function slot(credentials: ProviderCredentials, perSecond: number): Promise<void> {
+  async function slot(credentials: ProviderCredentials, perSecond: number, signal: AbortSignal | undefined): Promise<void> {
     try {
-      await options.pacer.acquire(credentials.phoneNumberId, perSecond, options.signal);
+      await options.pacer.acquire(credentials.phoneNumberId, perSecond, signal);
     } catch (error) {
       if (!(error instanceof PacingQueueFullError)) throw error;
       // To the caller this is the provider's limit, met before the provider had to say so.
@@ -373,11 +378,13 @@ export function withPacing<P extends Provider>(provider: P, options: PacingOptio
     }
   }
 
-  async function paced(credentials: ProviderCredentials, call: () => Promise<unknown>): Promise<unknown> {
+  async function paced(credentials: ProviderCredentials, call: () => Promise<unknown>, waitSignal: AbortSignal | undefined): Promise<unknown> {
     const perSecond = await options.ceilingOf(credentials);
+    const signals = [options.signal, waitSignal].filter((signal) => signal !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     let waitedMs = 0;
     for (let retries = 0; ; retries++) {
-      await slot(credentials, perSecond);
+      await slot(credentials, perSecond, signal);
       try {
         return await call();
       } catch (error) {
@@ -386,7 +393,7 @@ export function withPacing<P extends Provider>(provider: P, options: PacingOptio
         const delayMs = (error.retryAfterSeconds ?? 1) * 1000 * (1 + THROTTLE_JITTER * random());
         if (waitedMs + delayMs > maxThrottleWaitMs) throw error;
         waitedMs += delayMs;
-        await wait(delayMs, options.signal);
+        await wait(delayMs, signal);
       }
     }
   }
@@ -394,7 +401,9 @@ export function withPacing<P extends Provider>(provider: P, options: PacingOptio
   const overrides = new Map<PropertyKey, PacedCall>(
     PACED_METHODS.map((name) => {
       const original = provider[name] as PacedCall;
-      const call: PacedCall = (credentials, ...rest) => paced(credentials, () => original.call(provider, credentials, ...rest));
+      // `sendMessage(credentials, message, options)` is the one paced call that takes options.
+      const call: PacedCall = (credentials, ...rest) =>
+        paced(credentials, () => original.call(provider, credentials, ...rest), (rest[1] as SendOptions | undefined)?.waitSignal);
       return [name, call];
     }),
   );

@@ -226,8 +226,17 @@ export interface CreatedTemplate {
 
 export type HistorySyncKind = 'history' | 'contacts';
 
+/** How a send may be held back before it leaves. */
+export interface SendOptions {
+  /**
+   * Aborts the waits before the request leaves (for a pacing slot, out a throttle) with its reason;
+   * never a request already on its way, which may have reached the provider.
+   */
+  waitSignal?: AbortSignal;
+}
+
 export interface Provider {
-  sendMessage(credentials: ProviderCredentials, message: OutboundMessage): Promise<SentMessage>;
+  sendMessage(credentials: ProviderCredentials, message: OutboundMessage, options?: SendOptions): Promise<SentMessage>;
   /** Marks an inbound message (and the ones before it) as read. */
   markRead(credentials: ProviderCredentials, providerMessageId: string): Promise<void>;
   /** Shows the typing indicator in reply to an inbound message; it also marks that message read. */

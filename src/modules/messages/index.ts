@@ -11,7 +11,7 @@ import { registerMessagesRoutes } from './messages.routes.ts';
 import { createMessagesService, type MessagesService, type MessagesServiceDeps } from './messages.service.ts';
 import { createMessagesStore } from './messages.store.ts';
 import { createSendChecks, type SendChecksDeps } from './send-checks.ts';
-import { createSendingService, type SendingServiceDeps } from './sending.service.ts';
+import { createSendingService, type SendingService, type SendingServiceDeps } from './sending.service.ts';
 
 export type MessagesModuleDeps = Omit<MessagesServiceDeps, 'store' | 'provider' | 'contacts' | 'conversations' | 'connections' | 'media'> &
   Omit<SendingServiceDeps, 'store' | 'messages' | 'checks' | 'contacts' | 'conversations' | 'connections' | 'media'> &
@@ -23,11 +23,12 @@ export type MessagesModuleDeps = Omit<MessagesServiceDeps, 'store' | 'provider' 
     provider: MessagesServiceDeps['provider'] & SendingServiceDeps['provider'];
   };
 
-export function createMessagesModule(deps: MessagesModuleDeps): Module<MessagesService> {
+/** `sending` is also the notification rail's way to file and send its template messages. */
+export function createMessagesModule(deps: MessagesModuleDeps): Module<MessagesService> & { sending: SendingService } {
   const store = createMessagesStore();
   const service = createMessagesService({ ...deps, store });
   const sending = createSendingService({ ...deps, store, messages: service, checks: createSendChecks({ ...deps, store }) });
-  return { name: 'messages', service, routes: (server) => registerMessagesRoutes(server, service, sending), jobs: messagesJobs(sending) };
+  return { name: 'messages', service, sending, routes: (server) => registerMessagesRoutes(server, service, sending), jobs: messagesJobs(sending) };
 }
 
 export type { MessagesService } from './messages.service.ts';

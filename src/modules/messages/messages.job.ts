@@ -3,5 +3,9 @@ import { handleJob, type JobRegistration } from '../module.ts';
 import type { SendingService } from './sending.service.ts';
 
 export function messagesJobs(sending: SendingService): JobRegistration[] {
-  return [handleJob(messageSend, (payload, context) => sending.deliver(payload.message_id, context))];
+  return [
+    handleJob(messageSend, async (payload, context) => {
+      await sending.deliver(payload.message_id, context);
+    }),
+  ];
 }

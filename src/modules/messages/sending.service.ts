@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.ts';
+import type { Db, Trx } from '../../db/connect.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import type { EventSink } from '../../events/emit.ts';
 import { JobError } from '../../jobs/job.ts';
@@ -21,6 +21,7 @@ import { toMessage, type MessagesService } from './messages.service.ts';
 import type { MessagesStore } from './messages.store.ts';
 import { resolveMedia, type SendRequest } from './outbound.ts';
 import type { CheckedSend, SendChecks } from './send-checks.ts';
+import type { TemplateContent } from '../templates/index.ts';
 
 /**
  * A send that timed out may have reached the provider. It is sent again only after this long
@@ -55,6 +56,61 @@ export interface SendingServiceDeps {
 export function createSendingService(deps: SendingServiceDeps) {
   const { db, store, clock, events, queue, log, provider, checks, messages, connections, contacts, conversations, media, locks } = deps;
 
+  /** Files an outbound message in its conversation, `queued`, with its `message.status`. */
+  async function insertOutbound(
+    trx: Trx,
+    outbound: {
+      organizationId: string;
+      connectionId: string;
+      contactId: string;
+      type: Message['type'];
+      shown: unknown;
+      request: SendRequest;
+      replyTo?: MessagesTable | undefined;
+      metadata: Record<string, unknown>;
+    },
+    beforeInsert?: (conversationId: string) => Promise<void>,
+  ): Promise<Message> {
+    const conversation = await conversations.recordMessage(trx, {
+      organizationId: outbound.organizationId,
+      connectionId: outbound.connectionId,
+      contactId: outbound.contactId,
+      at: clock.now(),
+      inbound: false,
+      imported: false,
+    });
+    await beforeInsert?.(conversation.id);
+    const now = clock.now().toISOString();
+    const { replyTo } = outbound;
+    const row: MessagesTable = {
+      id: newId('message', clock.now().getTime()),
+      organization_id: outbound.organizationId,
+      connection_id: outbound.connectionId,
+      conversation_id: conversation.id,
+      contact_id: outbound.contactId,
+      direction: 'outbound',
+      type: outbound.type,
+      content: JSON.stringify({ body: outbound.shown, referral: null }),
+      context: replyTo
+        ? JSON.stringify({ reply_to: replyTo.id, reply_to_provider_message_id: replyTo.provider_message_id, forwarded: false, frequently_forwarded: false })
+        : null,
+      status: 'queued',
+      provider_message_id: null,
+      imported: 0,
+      error: null,
+      metadata: JSON.stringify(outbound.metadata),
+      sent_at: null,
+      send_request: JSON.stringify(outbound.request),
+      echo: 0,
+      created_at: now,
+      updated_at: now,
+    };
+    await store.insert(trx, row);
+    const message = toMessage(row);
+    await events.emit(trx, { type: 'message.status', organizationId: outbound.organizationId, connectionId: outbound.connectionId, object: message });
+    return message;
+  }
+
   async function storeAndQueue(checked: CheckedSend): Promise<Message> {
     return db.transaction().execute(async (trx) => {
       // Checked before the transaction; held now, so that a merge or delete since is not written past.
@@ -67,49 +123,13 @@ export function createSendingService(deps: SendingServiceDeps) {
             profileName: undefined,
             at: clock.now(),
           });
-      const conversation = await conversations.recordMessage(trx, {
-        organizationId: checked.organizationId,
-        connectionId: checked.connectionId,
-        contactId: contact.id,
-        at: clock.now(),
-        inbound: false,
-        imported: false,
-      });
-      // Inside the transaction that stores the message, so that a lock taken meanwhile is seen.
-      await locks.assertMaySend(trx, conversation.id, checked.principal);
-      const now = clock.now().toISOString();
-      const row: MessagesTable = {
-        id: newId('message', clock.now().getTime()),
-        organization_id: checked.organizationId,
-        connection_id: checked.connectionId,
-        conversation_id: conversation.id,
-        contact_id: contact.id,
-        direction: 'outbound',
-        type: checked.type,
-        content: JSON.stringify({ body: checked.shown, referral: null }),
-        context: checked.replyTo
-          ? JSON.stringify({
-              reply_to: checked.replyTo.id,
-              reply_to_provider_message_id: checked.replyTo.provider_message_id,
-              forwarded: false,
-              frequently_forwarded: false,
-            })
-          : null,
-        status: 'queued',
-        provider_message_id: null,
-        imported: 0,
-        error: null,
-        metadata: JSON.stringify(checked.metadata),
-        sent_at: null,
-        send_request: JSON.stringify(checked.request),
-        echo: 0,
-        created_at: now,
-        updated_at: now,
-      };
-      await store.insert(trx, row);
-      const message = toMessage(row);
-      await events.emit(trx, { type: 'message.status', organizationId: checked.organizationId, connectionId: checked.connectionId, object: message });
-      await queue.enqueue(trx, messageSend, { message_id: row.id });
+      const message = await insertOutbound(
+        trx,
+        { ...checked, contactId: contact.id },
+        // Inside the transaction that stores the message, so that a lock taken meanwhile is seen.
+        (conversationId) => locks.assertMaySend(trx, conversationId, checked.principal),
+      );
+      await queue.enqueue(trx, messageSend, { message_id: message.id });
       return message;
     });
   }
@@ -173,35 +193,88 @@ export function createSendingService(deps: SendingServiceDeps) {
       );
     },
 
-    /** The queued job: sends a stored message once. Safe to run again at any point. */
-    async deliver(messageId: string, context: JobContext): Promise<void> {
+    /**
+     * The notification rail's message: a template filed in the rail's transaction, to a number (its
+     * contact found or created), and sent by the rail's own job with `deliver` and a deadline, never
+     * by `message.send`. A conversation lock does not hold it back: locks keep people from answering
+     * over each other, and a notification is a message the business scheduled to arrive on time.
+     */
+    async storeForRail(
+      trx: Trx,
+      input: { organizationId: string; connectionId: string; to: string; content: TemplateContent; shown: unknown; metadata: Record<string, unknown> },
+    ): Promise<Message> {
+      const contact = await contacts.findOrCreateForInbound(trx, {
+        organizationId: input.organizationId,
+        connectionId: input.connectionId,
+        waId: input.to.slice(1),
+        profileName: undefined,
+        at: clock.now(),
+      });
+      return insertOutbound(trx, {
+        organizationId: input.organizationId,
+        connectionId: input.connectionId,
+        contactId: contact.id,
+        type: 'template',
+        shown: input.shown,
+        request: { content: input.content, to: input.to.slice(1) },
+        metadata: input.metadata,
+      });
+    },
+
+    /**
+     * Sends a stored message once (the queued job's work, and the notification rail's). Safe to run
+     * again at any point. With a `deadline`, the message is not sent once it has passed, nor after
+     * waiting past it for a pacing slot or out a throttle: answers `deadline_passed` and leaves the
+     * message as it was, for the caller to end.
+     */
+    async deliver(messageId: string, context: JobContext, deadline?: Date): Promise<'done' | 'deadline_passed'> {
       const row = await store.findById(db, messageId);
       // Gone, or already accepted: nothing to do.
-      if (!row || row.direction !== 'outbound' || row.sent_at !== null || row.send_request === null) return;
+      if (!row || row.direction !== 'outbound' || row.sent_at !== null || row.send_request === null) return 'done';
       // A status naming the message overtook the answer to an earlier attempt: it went out.
-      if (row.provider_message_id !== null) return recordAccepted(row, row.provider_message_id);
-      if (row.status !== 'queued') return;
+      if (row.provider_message_id !== null) {
+        await recordAccepted(row, row.provider_message_id);
+        return 'done';
+      }
+      if (row.status !== 'queued') return 'done';
+      const leftMs = deadline === undefined ? Infinity : deadline.getTime() - clock.now().getTime();
+      if (leftMs <= 0) return 'deadline_passed';
       let access: ProviderAccess;
       try {
         access = await connections.providerAccessForWork(row.connection_id);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
-        return fail(row, { code: null, title: error.code, message: error.message, details: null });
+        await fail(row, { code: null, title: error.code, message: error.message, details: null });
+        return 'done';
       }
       const request = JSON.parse(row.send_request) as SendRequest;
+      const waitSignal = leftMs === Infinity ? undefined : AbortSignal.timeout(leftMs);
       try {
         const content = await resolveMedia(request.content, async (reference) =>
           'link' in reference
             ? reference
             : media.providerSourceFor(row.organization_id, reference.mediaId, { id: access.connectionId, credentials: access.credentials }),
         );
-        const sent = await provider.sendMessage(access.credentials, { ...content, to: request.to, replyTo: request.replyTo, callbackData: row.id });
+        const sent = await provider.sendMessage(
+          access.credentials,
+          { ...content, to: request.to, replyTo: request.replyTo, callbackData: row.id },
+          waitSignal ? { waitSignal } : undefined,
+        );
         await recordAccepted(row, sent.providerMessageId);
       } catch (error) {
-        if (isProviderError(error)) return handleProviderFailure(row, error, context);
-        if (error instanceof AppError && !error.retryable) return fail(row, { code: null, title: error.code, message: error.message, details: null });
-        throw error;
+        // The deadline passed while the send waited for its turn: it never left.
+        if (waitSignal?.aborted && error === waitSignal.reason) return 'deadline_passed';
+        if (isProviderError(error)) await handleProviderFailure(row, error, context);
+        else if (error instanceof AppError && !error.retryable) await fail(row, { code: null, title: error.code, message: error.message, details: null });
+        else throw error;
       }
+      return 'done';
+    },
+
+    /** Ends a message its sender gave up on before it was sent (a notification that expired). */
+    async abandon(trx: Trx, messageId: string, error: MessageError): Promise<void> {
+      const row = await store.findById(trx, messageId);
+      if (row && row.status === 'queued' && row.sent_at === null) await messages.moveStatus(trx, row, 'failed', error);
     },
   };
 }

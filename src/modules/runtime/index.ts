@@ -19,7 +19,7 @@ export interface RuntimeModuleDeps {
   /** Set when the app requires `appsecret_proof`, as the cloud adapter is told. */
   appSecretProof?: { appSecret: string };
   /** The pacer the /v1 sends use, so that both surfaces share each number's ceiling. */
-  pacer: Pacer;
+  pacer: Pick<Pacer, 'acquire'>;
   log: RuntimeLog;
   /** Per phase of a relayed call (default 10 s). */
   timeoutMs?: number;

@@ -23,7 +23,7 @@ export interface RuntimeServiceDeps {
   connections: Pick<ConnectionsService, 'providerAccess' | 'reportProviderError'>;
   relay: Pick<GraphRelay, 'relay'>;
   /** Paces sends (`POST /{phone_number_id}/messages`) to the connection's throughput ceiling. */
-  pacer: Pacer;
+  pacer: Pick<Pacer, 'acquire'>;
   log: RuntimeLog;
 }
 

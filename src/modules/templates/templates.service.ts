@@ -94,6 +94,28 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
   }
 
   /** A deleted template may have been created again under its name: the live record wins. */
+  /** The template a send names: it must exist on the connection and be approved. */
+  async function approvedRow(executor: Db, owner: { organizationId: string; connectionId: string }, input: TemplateSendInput, param: string) {
+    checkSendShape(input, param);
+    const byId = input.id !== undefined;
+    const at = `${param}/${byId ? 'id' : 'name'}`;
+    const row = byId ? await store.find(executor, owner, input.id!) : await findByName(executor, owner.connectionId, input.name!, input.language!);
+    if (!row) {
+      throw new AppError(
+        'resource_not_found',
+        byId ? `No template ${input.id} on this connection.` : `No template named ${input.name} in ${input.language} on this connection.`,
+        { param: at },
+      );
+    }
+    if (row.status !== 'approved') {
+      throw new AppError('template_not_approved', `Template ${row.name} (${row.language}) is ${row.status}, not approved.`, {
+        param: at,
+        extra: { template_status: row.status },
+      });
+    }
+    return row;
+  }
+
   async function findByName(executor: Db, connectionId: string, name: string, language: string): Promise<TemplatesTable | undefined> {
     const rows = await store.listByName(executor, connectionId, name, language);
     return rows.find((row) => row.status !== 'deleted') ?? rows[0];
@@ -274,31 +296,32 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       owner: { organizationId: string; connectionId: string },
       input: TemplateSendInput,
       param = '/template',
+      /** Where the parameters sit, when not in the template object itself (the notification rail). */
+      parametersParam = param,
     ): Promise<PreparedTemplate> {
-      checkSendShape(input, param);
-      const byId = input.id !== undefined;
-      const at = `${param}/${byId ? 'id' : 'name'}`;
-      const row = byId ? await store.find(executor, owner, input.id!) : await findByName(executor, owner.connectionId, input.name!, input.language!);
-      if (!row) {
-        throw new AppError(
-          'resource_not_found',
-          byId ? `No template ${input.id} on this connection.` : `No template named ${input.name} in ${input.language} on this connection.`,
-          { param: at },
-        );
-      }
-      if (row.status !== 'approved') {
-        throw new AppError('template_not_approved', `Template ${row.name} (${row.language}) is ${row.status}, not approved.`, {
-          param: at,
-          extra: { template_status: row.status },
-        });
-      }
+      const row = await approvedRow(executor, owner, input, param);
       const template = {
         name: row.name,
         language: row.language,
         parameterFormat: row.parameter_format as ParameterFormat,
         components: JSON.parse(row.components) as Record<string, unknown>[],
       };
-      return { templateId: row.id, category: (row.category ?? undefined) as TemplateCategory | undefined, content: matchParameters(template, input, param) };
+      return {
+        templateId: row.id,
+        category: (row.category ?? undefined) as TemplateCategory | undefined,
+        content: matchParameters(template, input, parametersParam),
+      };
+    },
+
+    /** The approved template a send names, before any parameters are checked against it (the refusals of `prepareSend`). */
+    async findApprovedForSend(
+      executor: Db,
+      owner: { organizationId: string; connectionId: string },
+      input: Pick<TemplateSendInput, 'id' | 'name' | 'language'>,
+      param = '/template',
+    ): Promise<{ id: string; name: string; language: string; category: TemplateCategory | null }> {
+      const row = await approvedRow(executor, owner, input, param);
+      return { id: row.id, name: row.name, language: row.language, category: (row.category ?? null) as TemplateCategory | null };
     },
 
     /** The connection's approved templates, by name: what a refused free-form send can offer instead. */
