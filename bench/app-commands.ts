@@ -272,6 +272,19 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       return { rows: args.count, ms: performance.now() - started };
     },
 
+    /**
+     * Sets a connection's ceiling to a figure the provider does not offer (its levels are 20, 80 and
+     * 1,000 a second), for the notifications bench's 100.
+     */
+    async setThroughput(args: { connectionId: string; perSecond: number }): Promise<void> {
+      await db.updateTable('connections').set({ throughput_per_second: args.perSecond }).where('id', '=', args.connectionId).execute();
+    },
+
+    /** When each outbound message reached the sandbox provider, epoch milliseconds in arrival order. */
+    async sandboxArrivals(args: { phoneNumberId: string }): Promise<number[]> {
+      return (app.sandbox?.state.sentBy(args.phoneNumberId) ?? []).map((message) => message.createdAt.getTime()).sort((a, b) => a - b);
+    },
+
     async startWorker(args: StartWorkerArgs): Promise<{ concurrency: number | 'default'; pollMs: number | 'default' }> {
       if (worker) throw new Error('the worker is already running');
       if (args.concurrency === undefined && args.pollMs === undefined) {

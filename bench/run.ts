@@ -24,6 +24,11 @@ const BENCHES: Bench[] = [
     description: 'a burst of 2,000 sends at one number paced to 100/s, cloud adapter to the sandbox: most in any second, time vs ideal',
   },
   {
+    name: 'notifications',
+    file: 'notifications.ts',
+    description: 'a batch of 1,000 notifications at a 100/s ceiling through the service to the sandbox: time to all sent vs 10 s, most in any second, API accept time',
+  },
+  {
     name: 'inbound',
     file: 'inbound.ts',
     description:

@@ -371,6 +371,22 @@ describe('outbound pacing: the provider wrapper', () => {
     );
   });
 
+  it("a send's waitSignal ends its wait for a slot with the signal's reason, and the provider is never called", async () => {
+    const provider = new ScriptedProvider();
+    const { wrapped } = paced(provider, {
+      pacer: createPacer({ keyPrefix: 'test', clock: new ManualClock('2026-06-01T00:00:00Z'), sleep: (ms, signal) => sleep(ms, signal) }),
+    });
+    const deadline = new AbortController();
+    // Hold the number's next slots so that this send has to wait for one.
+    const sending = wrapped.sendMessage(credentials, text);
+    const waiting = wrapped.sendMessage(credentials, text, { waitSignal: deadline.signal });
+    const refused = assert.rejects(waiting, /expired/);
+    deadline.abort(new Error('expired'));
+    await sending;
+    await refused;
+    assert.deepEqual(provider.calls, ['sendMessage'], 'the second send never left');
+  });
+
   it('members the wrapper does not know pass through, bound to the provider', async () => {
     const provider = new ScriptedProvider(['ok', 'ok']);
     const { wrapped, pacer } = paced(provider);

@@ -264,6 +264,10 @@ export function createSandboxState(clock: Clock, options: { autoStatus: boolean;
     findMessage(id: string): SandboxMessage | undefined {
       return messages.get(id);
     },
+    /** What a number sent, oldest first: when each send arrived, for pacing checks. */
+    sentBy(phoneNumberId: string): SandboxMessage[] {
+      return [...messages.values()].filter((message) => message.direction === 'outbound' && message.phoneNumberId === phoneNumberId);
+    },
 
     windowOpen(phoneNumberId: string, waId: string): boolean {
       const last = lastInbound.get(`${phoneNumberId}:${waId}`);
