@@ -26,7 +26,8 @@ const BENCHES: Bench[] = [
   {
     name: 'notifications',
     file: 'notifications.ts',
-    description: 'a batch of 1,000 notifications at a 100/s ceiling through the service to the sandbox: time to all sent vs 10 s, most in any second, API accept time',
+    description:
+      'a batch of 1,000 notifications at a 100/s ceiling through the service to the sandbox: time to all sent vs 10 s, most in any second, API accept time',
   },
   {
     name: 'inbound',
