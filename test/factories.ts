@@ -56,6 +56,36 @@ export async function createKey(
   return response.body;
 }
 
+/**
+ * A one-body template on `connection` through the API, approved by the sandbox's review unless
+ * `approve` is false (then it stays pending); answers it as created.
+ */
+export async function defineTemplate(
+  server: TestServer,
+  token: string,
+  connection: { id: string },
+  template: { name: string; category: string; text: string; examples: string[]; approve?: boolean },
+): Promise<{ id: string; provider_template_id: string }> {
+  const created = await server.request('POST', '/v1/templates', {
+    token,
+    body: {
+      connection_id: connection.id,
+      name: template.name,
+      language: 'en_US',
+      category: template.category,
+      components: [{ type: 'body', text: template.text, examples: template.examples }],
+    },
+  });
+  assert.equal(created.status, 201, created.text);
+  if (template.approve === false) return created.body;
+  const reviewed = await server.request('POST', '/sandbox/control/template-status', {
+    body: { template_id: created.body.provider_template_id, status: 'APPROVED' },
+  });
+  assert.equal(reviewed.status, 200, reviewed.text);
+  await settle(server);
+  return created.body;
+}
+
 /** Asserts the response is our error envelope with this status and code, and returns the error object. */
 export function assertError(response: { status: number; body: any; headers: Headers; text: string }, status: number, code: string) {
   assert.equal(response.status, status, response.text);

@@ -7,6 +7,7 @@ import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import {
   assertError,
   createConnection,
+  defineTemplate,
   createKey,
   inbound as inboundRow,
   newCustomer,
@@ -263,18 +264,7 @@ describe('sending messages', () => {
     const templates: Record<string, { id: string; provider_template_id: string }> = {};
     before(async () => {
       const define = async (name: string, category: string, text: string, examples: string[], approve: boolean) => {
-        const created = await server.request('POST', '/v1/templates', {
-          token: key,
-          body: { connection_id: line.id, name, language: 'en_US', category, components: [{ type: 'body', text, examples }] },
-        });
-        assert.equal(created.status, 201, created.text);
-        templates[name] = created.body;
-        if (!approve) return;
-        const reviewed = await server.request('POST', '/sandbox/control/template-status', {
-          body: { template_id: created.body.provider_template_id, status: 'APPROVED' },
-        });
-        assert.equal(reviewed.status, 200, reviewed.text);
-        await settle(server);
+        templates[name] = await defineTemplate(server, key, line, { name, category, text, examples, approve });
       };
       await define('shipping_notice', 'utility', 'Hi {{1}}, order {{2}} has shipped.', ['Ana', 'A-1'], true);
       await define('spring_sale', 'marketing', 'Spring sale: {{1}} off everything.', ['20%'], true);

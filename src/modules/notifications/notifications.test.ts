@@ -7,6 +7,7 @@ import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 import {
   assertError,
   createConnection,
+  defineTemplate,
   createKey,
   inbound,
   newCustomer,
@@ -38,18 +39,7 @@ describe('notifications', () => {
     });
     assert.equal(endpoint.status, 201, endpoint.text);
     const define = async (name: string, category: string, text: string, examples: string[], approve: boolean) => {
-      const created = await server.request('POST', '/v1/templates', {
-        token: key,
-        body: { connection_id: line.id, name, language: 'en_US', category, components: [{ type: 'body', text, examples }] },
-      });
-      assert.equal(created.status, 201, created.text);
-      templates[name] = created.body;
-      if (!approve) return;
-      const reviewed = await server.request('POST', '/sandbox/control/template-status', {
-        body: { template_id: created.body.provider_template_id, status: 'APPROVED' },
-      });
-      assert.equal(reviewed.status, 200, reviewed.text);
-      await settle(server);
+      templates[name] = await defineTemplate(server, key, line, { name, category, text, examples, approve });
     };
     await define('login_code', 'authentication', '{{1}} is your code.', ['123456'], true);
     await define('shipping_notice', 'utility', 'Hi {{1}}, order {{2}} has shipped.', ['Ana', 'A-1'], true);
