@@ -267,6 +267,24 @@ describe('notifications', () => {
       assert.deepEqual(eventsOf(created.body.id), []);
     });
 
+    it('a send job claimed before the cancel committed sees canceled and stops', async () => {
+      const created = await create({ to: `+${newCustomer()}`, ...shipping() });
+      assert.equal((await server.request('POST', `/v1/notifications/${created.body.id}/cancel`, { token: key })).status, 200);
+      // The job as a worker that had claimed it a moment before would run it.
+      const signal = new AbortController().signal;
+      await server.app.services.notifications.send(created.body.id, {
+        id: 'job_claimed',
+        attempt: 1,
+        maxAttempts: 11,
+        signal,
+        previousAttemptLost: false,
+        inSettle: () => undefined,
+      });
+      const after = await get(created.body.id);
+      assert.equal(after.status, 'canceled');
+      assert.equal(after.message_id, null);
+    });
+
     it('refuses once sent', async () => {
       const created = await create({ to: `+${newCustomer()}`, ...shipping() });
       await settle(server);
@@ -360,6 +378,9 @@ describe('notifications', () => {
       assert.equal(failed.error.code, 'template_not_approved');
       assert.equal(failed.message_id, null);
       assert.deepEqual(eventsOf(created.body.id), ['notification.failed']);
+      const refused = await create({ to: `+${newCustomer()}`, template: { name: 'spring_sale', language: 'en_US', parameters: { body: ['10%'] } } });
+      assertError(refused, 409, 'template_not_approved');
+      assert.equal(refused.body.error.template_status, 'paused', 'a paused template is refused at creation too');
       await server.request('POST', '/sandbox/control/template-status', {
         body: { template_id: templates.spring_sale!.provider_template_id, status: 'APPROVED' },
       });

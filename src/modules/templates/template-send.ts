@@ -31,7 +31,7 @@ const plural = (count: number, word: string) => `${count} ${word}${count === 1 ?
  * The rules of the `template` object that its schema cannot express: how the template is named,
  * and how header media is named. Checked before the template is looked up.
  */
-export function checkSendShape(input: TemplateSendInput, param: string): void {
+export function checkSendShape(input: TemplateSendInput, param: string, parametersParam = param): void {
   if (input.id !== undefined) {
     if (input.name !== undefined) throw invalidParam(`${param}/name`, 'cannot be combined with id');
     if (input.language !== undefined) throw invalidParam(`${param}/language`, 'cannot be combined with id');
@@ -43,8 +43,9 @@ export function checkSendShape(input: TemplateSendInput, param: string): void {
   }
   const header = input.header;
   if (header?.type === 'image' || header?.type === 'video' || header?.type === 'document') {
-    if ((header.media_id === undefined) === (header.link === undefined)) throw invalidParam(`${param}/header`, 'needs exactly one of media_id and link');
-    if (header.filename !== undefined && header.type !== 'document') throw invalidParam(`${param}/header/filename`, 'is only for documents');
+    if ((header.media_id === undefined) === (header.link === undefined))
+      throw invalidParam(`${parametersParam}/header`, 'needs exactly one of media_id and link');
+    if (header.filename !== undefined && header.type !== 'document') throw invalidParam(`${parametersParam}/header/filename`, 'is only for documents');
   }
 }
 

@@ -95,8 +95,14 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
 
   /** A deleted template may have been created again under its name: the live record wins. */
   /** The template a send names: it must exist on the connection and be approved. */
-  async function approvedRow(executor: Db, owner: { organizationId: string; connectionId: string }, input: TemplateSendInput, param: string) {
-    checkSendShape(input, param);
+  async function approvedRow(
+    executor: Db,
+    owner: { organizationId: string; connectionId: string },
+    input: TemplateSendInput,
+    param: string,
+    parametersParam = param,
+  ) {
+    checkSendShape(input, param, parametersParam);
     const byId = input.id !== undefined;
     const at = `${param}/${byId ? 'id' : 'name'}`;
     const row = byId ? await store.find(executor, owner, input.id!) : await findByName(executor, owner.connectionId, input.name!, input.language!);
@@ -299,7 +305,7 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       /** Where the parameters sit, when not in the template object itself (the notification rail). */
       parametersParam = param,
     ): Promise<PreparedTemplate> {
-      const row = await approvedRow(executor, owner, input, param);
+      const row = await approvedRow(executor, owner, input, param, parametersParam);
       const template = {
         name: row.name,
         language: row.language,
