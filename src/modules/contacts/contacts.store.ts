@@ -40,6 +40,17 @@ const listPage = compiledPaging(
   },
   { id: 'id', createdAt: 'created_at' },
 );
+const lastDeleted = compileOnce((db, p: { organizationId: string; phoneNumber: string }) =>
+  db
+    .selectFrom('contacts')
+    .selectAll()
+    .where('organization_id', '=', p.organizationId)
+    .where('phone_number', '=', p.phoneNumber)
+    .where('deleted_at', 'is not', null)
+    .orderBy('deleted_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1),
+);
 const updateRow = compileOnce((db, p: { id: string; changes: ContactChanges }) => db.updateTable('contacts').set(p.changes).where('id', '=', p.id));
 
 export function createContactsStore() {
@@ -55,16 +66,7 @@ export function createContactsStore() {
     },
     /** The number's most recently deleted contact, if any. */
     findLastDeleted(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
-      return db
-        .selectFrom('contacts')
-        .selectAll()
-        .where('organization_id', '=', organizationId)
-        .where('phone_number', '=', phoneNumber)
-        .where('deleted_at', 'is not', null)
-        .orderBy('deleted_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
+      return lastDeleted.first(db, { organizationId, phoneNumber });
     },
     /** Reads a live contact and holds its row until the transaction ends (see `lockLive`). */
     lock(db: Db, organizationId: string, id: string): Promise<ContactsTable | undefined> {

@@ -1,3 +1,4 @@
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
@@ -14,6 +15,14 @@ export interface NotificationListFilters {
 
 export type NotificationChanges = Partial<Omit<NotificationsTable, 'id' | 'organization_id'>>;
 
+// The send job and the message subscriber run these for every notification: built and compiled once.
+const byId = compileOnce((db, p: { id: string }) => db.selectFrom('notifications').selectAll().where('id', '=', p.id));
+const byMessage = compileOnce((db, p: { messageId: string }) => db.selectFrom('notifications').selectAll().where('message_id', '=', p.messageId));
+const transitionRow = compileOnce((db, p: { id: string; from: readonly string[]; changes: NotificationChanges }) =>
+  db.updateTable('notifications').set(p.changes).where('id', '=', p.id).where('status', 'in', p.from),
+);
+const updateRow = compileOnce((db, p: { id: string; changes: NotificationChanges }) => db.updateTable('notifications').set(p.changes).where('id', '=', p.id));
+
 const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('notifications').selectAll('notifications'), 'notifications', scope);
 
 export function createNotificationsStore() {
@@ -24,11 +33,11 @@ export function createNotificationsStore() {
 
     /** For the rail's own jobs, which have no caller to scope by. */
     findById(db: Db, id: string): Promise<NotificationsTable | undefined> {
-      return db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
+      return byId.first(db, { id });
     },
 
     findByMessage(db: Db, messageId: string): Promise<NotificationsTable | undefined> {
-      return db.selectFrom('notifications').selectAll().where('message_id', '=', messageId).executeTakeFirst();
+      return byMessage.first(db, { messageId });
     },
 
     list(db: Db, scope: ConnectionScope, filters: NotificationListFilters, page: PageRequest) {
@@ -78,12 +87,11 @@ export function createNotificationsStore() {
 
     /** Moves a notification only from one of `from`: answers whether this call moved it. */
     async transition(db: Db, id: string, from: readonly string[], changes: NotificationChanges): Promise<boolean> {
-      const result = await db.updateTable('notifications').set(changes).where('id', '=', id).where('status', 'in', from).executeTakeFirst();
-      return Number(result.numUpdatedRows) > 0;
+      return (await transitionRow.run(db, { id, from, changes })) > 0;
     },
 
     async update(db: Db, id: string, changes: NotificationChanges): Promise<void> {
-      await db.updateTable('notifications').set(changes).where('id', '=', id).execute();
+      await updateRow.run(db, { id, changes });
     },
 
     /**

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.ts';
@@ -8,6 +9,11 @@ export interface EndpointScope {
   /** A connection key sees only the endpoints of its connection. */
   connectionId?: string | null | undefined;
 }
+
+// Read for every event any module emits (who should get it): built and compiled once.
+const enabledOf = compileOnce((db, p: { organizationId: string }) =>
+  db.selectFrom('webhook_endpoints').select(['id', 'events', 'connection_id']).where('organization_id', '=', p.organizationId).where('status', '=', 'enabled'),
+);
 
 export function createWebhookEndpointsStore() {
   const scoped = (db: Db, scope: EndpointScope) => {
@@ -30,12 +36,7 @@ export function createWebhookEndpointsStore() {
       return paginate(scoped(db, scope), { id: 'id', createdAt: 'created_at' }, page);
     },
     listEnabled(db: Db, organizationId: string): Promise<Pick<WebhookEndpointsTable, 'id' | 'events' | 'connection_id'>[]> {
-      return db
-        .selectFrom('webhook_endpoints')
-        .select(['id', 'events', 'connection_id'])
-        .where('organization_id', '=', organizationId)
-        .where('status', '=', 'enabled')
-        .execute();
+      return enabledOf.all(db, { organizationId });
     },
     async update(db: Db, id: string, changes: Partial<WebhookEndpointsTable>): Promise<void> {
       await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
