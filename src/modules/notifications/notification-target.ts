@@ -3,31 +3,12 @@
  * stores, and the two calls the schedules module makes on the notifications module (checking a
  * target when a schedule is written, creating its notifications when an occurrence fires).
  */
-import Type, { type Static } from 'typebox';
 import type { Trx } from '../../db/connect.ts';
-import { Id, Metadata, Strict } from '../../http/schemas.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { TemplateParametersSchema, TemplateReferenceProperties } from '../templates/templates.schemas.ts';
+import type { NotificationTarget } from './notification-target.schemas.ts';
 
-export const MAX_RECIPIENTS = 1000;
-
-export const PhoneNumber = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'A number in E.164.' });
-
-export const NotificationTargetSchema = Strict(
-  {
-    type: Type.Literal('notification'),
-    connection_id: Type.Optional(Id('connection', 'The sending number; required unless a connection key writes the schedule.')),
-    template: Strict(TemplateReferenceProperties, { description: 'Exactly one of `id`, or `name` with `language`: an approved template.' }),
-    to: Type.Optional(
-      Type.Array(PhoneNumber, { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Recipients by number. Exactly one of `to` and `contact_ids`.' }),
-    ),
-    contact_ids: Type.Optional(Type.Array(Id('contact'), { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Recipients by contact.' })),
-    parameters: Type.Optional(TemplateParametersSchema),
-    metadata: Type.Optional(Metadata),
-  },
-  { description: 'Each occurrence sends this template to these recipients as notifications (one, or a batch for several).' },
-);
-export type NotificationTarget = Static<typeof NotificationTargetSchema>;
+// The schema lives in a schema file of its own (schemas-stand-alone); re-exported for the callers of this contract.
+export { MAX_RECIPIENTS, NotificationTargetSchema, PhoneNumber, type NotificationTarget } from './notification-target.schemas.ts';
 
 /** What an occurrence created: one notification for one recipient, a batch for several. */
 export type NotificationTargetResult = { notification_id: string } | { batch_id: string };
