@@ -18,6 +18,7 @@ export const ID_PREFIXES = {
   media: 'med',
   notification: 'ntf',
   schedule: 'sch',
+  scheduleOccurrence: 'occ',
   automation: 'aut',
   automationVersion: 'autv',
   run: 'run',

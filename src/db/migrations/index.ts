@@ -16,6 +16,7 @@ import * as conversationLocks from './0014_conversation_locks.ts';
 import * as messageEchoes from './0015_message_echoes.ts';
 import * as refreshTokenReuse from './0016_refresh_token_reuse.ts';
 import * as deliveryRetention from './0017_delivery_retention.ts';
+import * as schedules from './0019_schedules.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,6 @@ export const migrations: Record<string, Migration> = {
   '0015_message_echoes': messageEchoes,
   '0016_refresh_token_reuse': refreshTokenReuse,
   '0017_delivery_retention': deliveryRetention,
+  // 0018 is the notifications' migration.
+  '0019_schedules': schedules,
 };
