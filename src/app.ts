@@ -3,6 +3,7 @@ import { buildAccess } from './composition/access.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
+import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
@@ -14,6 +15,8 @@ import { createHttpServer, type HttpServer } from './http/server.ts';
 import { registerWriteRequests } from './http/write-requests.ts';
 import type { Worker } from './jobs/worker.ts';
 import type { Clock } from './lib/clock.ts';
+import { AppError } from './lib/errors.ts';
+import type { NotificationTargets } from './modules/notifications/notification-target.ts';
 import type { SandboxProvider } from './provider/sandbox/index.ts';
 
 export const API_VERSION = '1.0.0';
@@ -42,13 +45,29 @@ function listeningUrl(server: HttpServer, config: Config): string {
 function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
   const messaging = buildMessaging(core, platform.services);
+  const outreach = buildOutreach(core, { ...platform.services, targets: notificationTargetsUntilMerge });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...messaging.modules, ...delivery.modules, ...access.modules],
-    services: { ...platform.services, ...messaging.services, ...delivery.services, ...access.services, events: core.events, queue: core.queue },
+    modules: [...platform.modules, ...messaging.modules, ...outreach.modules, ...delivery.modules, ...access.modules],
+    services: {
+      ...platform.services,
+      ...messaging.services,
+      ...outreach.services,
+      ...delivery.services,
+      ...access.services,
+      events: core.events,
+      queue: core.queue,
+    },
   };
 }
+
+// MERGE: replaced by notifications.service. Accepts a target unchecked, so that schedules can be
+// written and their rules tested before the merge; every occurrence fails (`operation_unsupported`).
+const notificationTargetsUntilMerge: NotificationTargets = {
+  checkTarget: (_principal, target) => Promise.resolve(target),
+  createForOccurrence: () => Promise.reject(new AppError('operation_unsupported', 'Notification targets arrive with the notifications module.')),
+};
 
 export async function createApp(options: { config: Config; store: Store; clock: Clock }): Promise<App> {
   const { config, store, clock } = options;
