@@ -180,6 +180,16 @@ describe('schedules', () => {
       assert.deepEqual(await fireJobs(server, schedule.id), []);
     });
 
+    it('a repeated create with the same Idempotency-Key creates one schedule and one fire job', async () => {
+      const body = { recurrence: { type: 'cron', expression: '15 10 * * *' }, target: targetOn(line) };
+      const headers = { 'idempotency-key': 'schedule-create-once' };
+      const first = await server.request('POST', '/v1/schedules', { token: owner.token, body, headers });
+      const second = await server.request('POST', '/v1/schedules', { token: owner.token, body, headers });
+      assert.equal(first.status, 201, first.text);
+      assert.deepEqual(second.body, first.body);
+      assert.equal((await fireJobs(server, first.body.id)).length, 1);
+    });
+
     it('the time zone is kept in its canonical letter case', async () => {
       assert.equal((await daily({ timezone: 'europe/berlin' })).timezone, 'Europe/Berlin');
     });
