@@ -14,7 +14,7 @@ export interface ConnectionScope {
 }
 
 /** The tables whose rows belong to a connection (`organization_id`, `connection_id`). */
-export type ConnectionOwnedTable = 'messages' | 'templates' | 'conversations' | 'notifications' | 'notification_batches';
+export type ConnectionOwnedTable = 'messages' | 'templates' | 'conversations' | 'notifications' | 'notification_batches' | 'schedules';
 
 /** Narrows a query on a connection-owned table to what the scope may see: a row is visible when its connection is. */
 export function visibleThroughConnection<T extends ConnectionOwnedTable, O>(

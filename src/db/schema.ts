@@ -452,6 +452,60 @@ export interface NotificationBatchesTable {
   created_at: string;
 }
 
+/** A recurring (or one-off) action (`sch_`); deleted softly, so that what it created keeps its reference. */
+export interface SchedulesTable {
+  id: string;
+  organization_id: string;
+  /** The target's sending number, when it has one. */
+  connection_id: string | null;
+  name: string | null;
+  /** `active`, `paused` or `completed`. */
+  status: string;
+  paused_reason: string | null;
+  /** An IANA time zone. */
+  timezone: string;
+  /** JSON: `{type: once, at}`, `{type: cron, expression}` or `{type: interval, every_seconds}`. */
+  recurrence: string;
+  start_at: string;
+  end_at: string | null;
+  max_occurrences: number | null;
+  /** `skip` or `allow`. */
+  overlap_policy: string;
+  catchup_window_seconds: number;
+  /** JSON: what each occurrence creates (a notification target, as checked and stored). */
+  target: string;
+  /** The slot of the one queued fire job; null when none is queued (paused, completed). */
+  next_occurrence_at: string | null;
+  last_occurrence_at: string | null;
+  occurrence_count: number;
+  consecutive_failures: number;
+  metadata: string;
+  /** Bumped by every change through the API; a fire job carries the revision it was queued for. */
+  revision: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+/** One slot of a schedule that came due (`occ_`): unique per (schedule_id, scheduled_for). */
+export interface ScheduleOccurrencesTable {
+  id: string;
+  organization_id: string;
+  schedule_id: string;
+  scheduled_for: string;
+  /** ISO 8601 with the offset of the schedule's time zone when it came due. */
+  scheduled_for_local: string;
+  /** `fired`, `skipped`, `missed`, `failed` or `canceled`. */
+  status: string;
+  reason: string | null;
+  fired_at: string | null;
+  /** JSON: `{notification_id}` or `{batch_id}`; null unless fired. */
+  result: string | null;
+  /** JSON: `{code, message}` of a failed occurrence. */
+  error: string | null;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -480,4 +534,6 @@ export interface Database {
   media_uploads: MediaUploadsTable;
   notifications: NotificationsTable;
   notification_batches: NotificationBatchesTable;
+  schedules: SchedulesTable;
+  schedule_occurrences: ScheduleOccurrencesTable;
 }

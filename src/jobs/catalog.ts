@@ -127,6 +127,30 @@ export const conversationLockExpire = defineJob({
 });
 
 /**
+ * Fires one occurrence of a schedule and queues the next. Exactly one is queued per schedule, keyed
+ * by its slot and the schedule's revision (`scheduleFireKey`); the handler drops a job whose schedule
+ * is no longer active or has changed since, so an edit only has to queue the job of the new revision.
+ */
+export const scheduleFire = defineJob({
+  name: 'schedule.fire',
+  payload: Type.Object({ schedule_id: Type.String(), scheduled_for: Type.String(), revision: Type.Integer() }),
+  // Only a store failure or a bug fails a fire (a refused target is recorded on the occurrence); the
+  // catch-up window decides, when it finally runs, whether the slot still fires or is recorded missed.
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, HOUR, 4 * HOUR, 12 * HOUR]),
+  // Creating up to 1,000 notifications in one transaction.
+  timeoutMs: 2 * MINUTE,
+});
+
+/**
+ * The dedupe key of a schedule's fire job. The revision is part of it: an edit made while the job of
+ * the same slot is running (so it cannot be cancelled) must still be able to queue that slot again
+ * for the new revision, which the running one, seeing the revision changed, leaves alone.
+ */
+export function scheduleFireKey(scheduleId: string, scheduledFor: string, revision: number): string {
+  return `${scheduleId}:${scheduledFor}:${revision}`;
+}
+
+/**
  * Recurring maintenance, one job per hour-slot (see scheduler.ts). Each deletes in bounded batches
  * for at most `PURGE_BUDGET_MS` and leaves the rest to the next hour; a failed run is retried within
  * the hour, and the next slot catches up in any case.
@@ -157,6 +181,7 @@ export const JOBS = [
   conversationWindowExpiring,
   mediaFetch,
   conversationLockExpire,
+  scheduleFire,
   idempotencyKeyPurge,
   webhookDeliveryPurge,
   jobPurge,

@@ -19,6 +19,7 @@ export const ID_PREFIXES = {
   notification: 'ntf',
   notificationBatch: 'ntb',
   schedule: 'sch',
+  scheduleOccurrence: 'occ',
   automation: 'aut',
   automationVersion: 'autv',
   run: 'run',

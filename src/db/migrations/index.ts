@@ -17,6 +17,7 @@ import * as messageEchoes from './0015_message_echoes.ts';
 import * as refreshTokenReuse from './0016_refresh_token_reuse.ts';
 import * as deliveryRetention from './0017_delivery_retention.ts';
 import * as notifications from './0018_notifications.ts';
+import * as schedules from './0019_schedules.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_refresh_token_reuse': refreshTokenReuse,
   '0017_delivery_retention': deliveryRetention,
   '0018_notifications': notifications,
+  '0019_schedules': schedules,
 };

@@ -5,9 +5,10 @@
  */
 import type { Trx } from '../../db/connect.ts';
 import type { Principal } from '../credentials/principal.ts';
-import type { NotificationTarget } from './notifications.schemas.ts';
+import type { NotificationTarget } from './notification-target.schemas.ts';
 
-export { MAX_RECIPIENTS, NotificationTargetSchema, PhoneNumber, type NotificationTarget } from './notifications.schemas.ts';
+// The schema lives in a schema file of its own (schemas-stand-alone); re-exported for the callers of this contract.
+export { MAX_RECIPIENTS, NotificationTargetSchema, PhoneNumber, type NotificationTarget } from './notification-target.schemas.ts';
 
 /** What an occurrence created: one notification for one recipient, a batch for several. */
 export type NotificationTargetResult = { notification_id: string } | { batch_id: string };

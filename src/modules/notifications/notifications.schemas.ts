@@ -1,27 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Id, ListOf, ListQuery, Metadata, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { TemplateParametersSchema, TemplateReferenceProperties } from '../templates/templates.schemas.ts';
-
-export const MAX_RECIPIENTS = 1000;
-
-export const PhoneNumber = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'A number in E.164.' });
-
-/** What a schedule's occurrence sends (notification-target.ts). */
-export const NotificationTargetSchema = Strict(
-  {
-    type: Type.Literal('notification'),
-    connection_id: Type.Optional(Id('connection', 'The sending number; required unless a connection key writes the schedule.')),
-    template: Strict(TemplateReferenceProperties, { description: 'Exactly one of `id`, or `name` with `language`: an approved template.' }),
-    to: Type.Optional(
-      Type.Array(PhoneNumber, { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Recipients by number. Exactly one of `to` and `contact_ids`.' }),
-    ),
-    contact_ids: Type.Optional(Type.Array(Id('contact'), { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Recipients by contact.' })),
-    parameters: Type.Optional(TemplateParametersSchema),
-    metadata: Type.Optional(Metadata),
-  },
-  { description: 'Each occurrence sends this template to these recipients as notifications (one, or a batch for several).' },
-);
-export type NotificationTarget = Static<typeof NotificationTargetSchema>;
+import { MAX_RECIPIENTS, PhoneNumber } from './notification-target.schemas.ts';
 
 export const NOTIFICATION_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'expired', 'canceled'] as const;
 export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
