@@ -214,6 +214,22 @@ export function createContactsService(deps: ContactsServiceDeps) {
       return row && toContact(row);
     },
 
+    /**
+     * The live contacts among many recipients named by id or by number (a batch), by id and by number.
+     * An id of another organization, or of a deleted contact, is simply absent.
+     */
+    async findRecipients(
+      executor: Db,
+      organizationId: string,
+      among: { ids: readonly string[]; phoneNumbers: readonly string[] },
+    ): Promise<{ byId: Map<string, Contact>; byPhoneNumber: Map<string, Contact> }> {
+      const contacts = (await store.findLiveAmong(executor, organizationId, among)).map(toContact);
+      return {
+        byId: new Map(contacts.map((contact) => [contact.id, contact])),
+        byPhoneNumber: new Map(contacts.map((contact) => [contact.phone_number, contact])),
+      };
+    },
+
     /** Live contacts by id, in one query (for `expand=contact`); ids that do not resolve are absent. */
     async findMany(principal: Principal, ids: readonly string[]): Promise<Map<string, Contact>> {
       const rows = ids.length === 0 ? [] : await store.findMany(db, principal.organizationId, ids);

@@ -61,6 +61,23 @@ export function createContactsStore() {
     findByPhoneNumber(db: Db, organizationId: string, phoneNumber: string): Promise<ContactsTable | undefined> {
       return findByPhoneNumber.first(db, { organizationId, phoneNumber });
     },
+    /** Live contacts by id or by number, for many recipients at once (a batch): a query per 500 of each. */
+    async findLiveAmong(db: Db, organizationId: string, among: { ids: readonly string[]; phoneNumbers: readonly string[] }): Promise<ContactsTable[]> {
+      const rows: ContactsTable[] = [];
+      for (const [column, values] of [
+        ['id', among.ids],
+        ['phone_number', among.phoneNumbers],
+      ] as const) {
+        for (let start = 0; start < values.length; start += 500) {
+          rows.push(
+            ...(await live(db, organizationId)
+              .where(column, 'in', values.slice(start, start + 500))
+              .execute()),
+          );
+        }
+      }
+      return rows;
+    },
     findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ContactsTable[]> {
       return findMany.all(db, { organizationId, ids });
     },

@@ -16,7 +16,7 @@ import type { ConnectionsService } from '../connections/index.ts';
 import type { Contact, ContactsService } from '../contacts/index.ts';
 import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
 import type { Message, SendingService } from '../messages/index.ts';
-import type { TemplateContent, TemplatesService } from '../templates/index.ts';
+import type { ApprovedTemplate, TemplateContent, TemplatesService } from '../templates/index.ts';
 import type { TemplateParameters } from '../templates/templates.schemas.ts';
 import type { NotificationTarget, NotificationTargetResult, NotificationTargets } from './notification-target.ts';
 import {
@@ -102,9 +102,14 @@ interface Plan {
   sendAt: Date;
   expiresAt: Date;
   template: Omit<StoredTemplate, 'parameters'>;
+  /** Checks one recipient's parameters against the template, read once for the whole request. */
+  prepare: ApprovedTemplate['prepare'];
   scheduleId: string | null;
   occurrenceId: string | null;
 }
+
+/** The live contacts a request's recipients name, read together. */
+type KnownContacts = { byId: Map<string, Contact>; byPhoneNumber: Map<string, Contact> };
 
 /** A recipient that passed its checks. */
 interface CheckedRecipient {
@@ -132,13 +137,25 @@ export interface NotificationsServiceDeps {
   audit: Pick<AuditEventsService, 'record'>;
   isUniqueViolation: (error: unknown) => boolean;
   connections: Pick<ConnectionsService, 'getForReference'>;
-  contacts: Pick<ContactsService, 'getForReference' | 'findByPhoneNumber'>;
+  contacts: Pick<ContactsService, 'findRecipients' | 'findByPhoneNumber'>;
   templates: Pick<TemplatesService, 'prepareSend' | 'findApprovedForSend'>;
   sending: Pick<SendingService, 'storeForRail' | 'deliver' | 'abandon'>;
   pacer: Pick<Pacer, 'intervalMs'>;
 }
 
 const sendJobKey = (id: string) => `notification.send:${id}`;
+
+/**
+ * How long before its turn in the lane a send job may be claimed (never before `send_at`). The
+ * worker looks for due jobs every so often; a job claimed only at its turn would leave the number
+ * idle between two looks. Claimed a little ahead, it waits its turn in the number's pacer, which
+ * spaces the sends at the ceiling, and the worker's next look finds the next ones in time.
+ */
+export const SEND_LEAD_MS = SECOND;
+
+function runAtOf(planned: { sendAt: Date }, row: { due_at: string }): Date {
+  return new Date(Math.max(planned.sendAt.getTime(), new Date(row.due_at).getTime() - SEND_LEAD_MS));
+}
 
 /**
  * The notification rail (docs/notifications.md): template messages that must arrive on time or not
@@ -213,13 +230,26 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       ceilingPerSecond: connection.throughput_per_second,
       sendAt,
       expiresAt,
-      template: found,
+      template: { id: found.id, name: found.name, language: found.language, category: found.category },
+      prepare: found.prepare,
       ...origin,
     };
   }
 
   /** One recipient's checks: who it is, its parameters against the template, its consent. */
-  async function checkRecipient(executor: Db, principal: Principal, planned: Plan, recipient: RecipientInput, index: number, at: string, parametersAt: string) {
+  /** The contacts the recipients name, in two queries however many recipients there are. */
+  function contactsOf(executor: Db, organizationId: string, recipients: readonly RecipientInput[]): Promise<KnownContacts> {
+    const ids = new Set<string>();
+    const phoneNumbers = new Set<string>();
+    for (const recipient of recipients) {
+      if (recipient.contact_id !== undefined) ids.add(recipient.contact_id);
+      if (recipient.to !== undefined) phoneNumbers.add(recipient.to);
+    }
+    return contacts.findRecipients(executor, organizationId, { ids: [...ids], phoneNumbers: [...phoneNumbers] });
+  }
+
+  /** One recipient's checks: who it is, its parameters against the template, its consent. */
+  function checkRecipient(known: KnownContacts, planned: Plan, recipient: RecipientInput, index: number, at: string, parametersAt: string): CheckedRecipient {
     if ((recipient.contact_id === undefined) === (recipient.to === undefined)) {
       throw invalidParam(
         recipient.to === undefined ? `${at}/contact_id` : `${at}/to`,
@@ -228,16 +258,12 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       );
     }
     let contact: Contact | undefined;
-    if (recipient.contact_id !== undefined) contact = await contacts.getForReference(executor, principal, recipient.contact_id, `${at}/contact_id`);
-    else contact = await contacts.findByPhoneNumber(executor, planned.organizationId, recipient.to!);
+    if (recipient.contact_id !== undefined) {
+      contact = known.byId.get(recipient.contact_id);
+      if (!contact) throw new AppError('resource_not_found', `No such contact: ${recipient.contact_id}.`, { param: `${at}/contact_id` });
+    } else contact = known.byPhoneNumber.get(recipient.to!);
     const parameters = recipient.parameters ?? {};
-    await templates.prepareSend(
-      executor,
-      { organizationId: planned.organizationId, connectionId: planned.connectionId },
-      { id: planned.template.id, ...parameters },
-      '/template',
-      parametersAt,
-    );
+    planned.prepare(parameters, parametersAt);
     if (planned.template.category === 'marketing' && contact?.consent.marketing.status === 'opted_out') {
       throw new AppError('contact_opted_out', `The contact opted out of marketing on ${contact.consent.marketing.since}.`, {
         param: recipient.contact_id === undefined ? `${at}/to` : `${at}/contact_id`,
@@ -250,7 +276,12 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       parameters,
       dedupeKey: recipient.dedupe_key ?? null,
       metadata: recipient.metadata ?? {},
-    } satisfies CheckedRecipient;
+    };
+  }
+
+  /** The checks of a request with one recipient (a create, a replay): a refusal is the request's. */
+  async function checkOnly(executor: Db, planned: Plan, recipient: RecipientInput): Promise<CheckedRecipient> {
+    return checkRecipient(await contactsOf(executor, planned.organizationId, [recipient]), planned, recipient, 0, '', '/template/parameters');
   }
 
   /**
@@ -335,7 +366,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     await queue.enqueueMany(
       trx,
       notificationSend,
-      rows.map((row) => ({ payload: { notification_id: row.id }, runAt: new Date(row.due_at), dedupeKey: sendJobKey(row.id) })),
+      rows.map((row) => ({ payload: { notification_id: row.id }, runAt: runAtOf(planned, row), dedupeKey: sendJobKey(row.id) })),
     );
     const timer = options.batch ? { batch_id: options.batch.id } : { notification_id: rows[0]!.id };
     await queue.enqueue(trx, notificationExpire, timer, { runAt: planned.expiresAt });
@@ -361,7 +392,6 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
   /** Checks each recipient; a refusal of the template or connection itself is the whole request's. */
   async function checkAll(
     executor: Db,
-    principal: Principal,
     planned: Plan,
     recipients: readonly RecipientInput[],
     paramOf: (index: number) => string,
@@ -369,10 +399,11 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     const accepted: CheckedRecipient[] = [];
     const refused: RefusedRecipient[] = [];
     const seen = new Map<string, number>();
+    const known = await contactsOf(executor, planned.organizationId, recipients);
     for (const [index, recipient] of recipients.entries()) {
       const at = paramOf(index);
       try {
-        const checked = await checkRecipient(executor, principal, planned, recipient, index, at, `${at}/parameters`);
+        const checked = checkRecipient(known, planned, recipient, index, at, `${at}/parameters`);
         const earlier = checked.dedupeKey === null ? undefined : seen.get(checked.dedupeKey);
         if (earlier !== undefined) throw invalidParam(`${at}/dedupe_key`, `repeats the dedupe_key of recipient ${earlier}`, 'duplicate');
         if (checked.dedupeKey !== null) seen.set(checked.dedupeKey, index);
@@ -440,7 +471,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     planned: Plan,
     input: { recipients: readonly RecipientInput[]; atomicity: 'all_or_nothing' | 'partial'; metadata: Record<string, unknown> },
   ): Promise<NotificationBatchesTable> {
-    const { accepted, refused } = await checkAll(trx, principal, planned, input.recipients, (index) => `/recipients/${index}`);
+    const { accepted, refused } = await checkAll(trx, planned, input.recipients, (index) => `/recipients/${index}`);
     if (refused.length > 0 && (input.atomicity === 'all_or_nothing' || accepted.length === 0)) throw refusedBatchError(refused, input.recipients.length);
     const batch: NotificationBatchesTable = {
       id: newId('notificationBatch', now().getTime()),
@@ -622,11 +653,11 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       const planned = await plan(db, principal, target, target.template).catch((error: unknown) => {
         throw reparam(error, param);
       });
-      const { refused } = await checkAll(db, principal, planned, recipients, (index) =>
-        target.to ? `${param}/to/${index}` : `${param}/contact_ids/${index}`,
-      ).catch((error: unknown) => {
-        throw reparam(error, param);
-      });
+      const { refused } = await checkAll(db, planned, recipients, (index) => (target.to ? `${param}/to/${index}` : `${param}/contact_ids/${index}`)).catch(
+        (error: unknown) => {
+          throw reparam(error, param);
+        },
+      );
       if (refused.length > 0) throw refusedBatchError(refused, recipients.length);
       return { ...target, connection_id: planned.connectionId };
     },
@@ -642,7 +673,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
         occurrenceId: input.occurrenceId,
       });
       if (recipients.length === 1) {
-        const { accepted, refused } = await checkAll(trx, principal, planned, recipients, () => '/target');
+        const { accepted, refused } = await checkAll(trx, planned, recipients, () => '/target');
         if (refused.length > 0) throw refusedBatchError(refused, 1);
         const [row] = await insert(trx, planned, accepted);
         return { notification_id: row!.id };
@@ -683,7 +714,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       const { principal } = actor;
       const { parameters = {}, ...template } = input.template;
       const planned = await plan(db, principal, input, template);
-      const recipient = await checkRecipient(db, principal, planned, { ...input, parameters }, 0, '', '/template/parameters');
+      const recipient = await checkOnly(db, planned, { ...input, parameters });
       const existing = async () => {
         if (recipient.dedupeKey === null) return undefined;
         const held = (await claimsOf(db, planned, [recipient.dedupeKey])).get(recipient.dedupeKey);
@@ -764,15 +795,11 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       if (original.replayed_by !== null) throw new AppError('invalid_state', `The notification was already replayed as ${original.replayed_by}.`);
       const template = JSON.parse(original.template) as StoredTemplate;
       const planned = await plan(db, principal, { connection_id: original.connection_id, ...input }, { id: template.id });
-      const recipient = await checkRecipient(
-        db,
-        principal,
-        planned,
-        { to: original.to, parameters: template.parameters, metadata: JSON.parse(original.metadata) as Record<string, unknown> },
-        0,
-        '',
-        '/template/parameters',
-      );
+      const recipient = await checkOnly(db, planned, {
+        to: original.to,
+        parameters: template.parameters,
+        metadata: JSON.parse(original.metadata) as Record<string, unknown>,
+      });
       return db.transaction().execute(async (trx) => {
         const [row] = await insert(trx, planned, [recipient], { replayOf: original.id });
         const marked = await store.markReplayed(trx, original.id, row!.id);

@@ -15,6 +15,6 @@ export function createTemplatesModule(deps: Omit<TemplatesServiceDeps, 'store'>)
   return { name: 'templates', service, routes: (server) => registerTemplatesRoutes(server, service) };
 }
 
-export type { PreparedTemplate, TemplateConnections, TemplateOwner, TemplatesService } from './templates.service.ts';
+export type { ApprovedTemplate, PreparedTemplate, TemplateConnections, TemplateOwner, TemplatesService } from './templates.service.ts';
 export type { TemplateContent } from './template-send.ts';
 export { TemplateSendSchema, type Template, type TemplateSendInput } from './templates.schemas.ts';

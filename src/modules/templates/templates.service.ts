@@ -18,7 +18,7 @@ import type { AuditEventsService } from '../audit-events/index.ts';
 import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
 import { checkDefinition, componentsJson, toPortComponents, type ParameterFormat } from './template-components.ts';
 import { checkSendShape, matchParameters, type TemplateContent } from './template-send.ts';
-import type { CreateTemplateInput, Template, TemplateSendInput, TemplateSync } from './templates.schemas.ts';
+import type { CreateTemplateInput, Template, TemplateParameters, TemplateSendInput, TemplateSync } from './templates.schemas.ts';
 import type { TemplateFilters, TemplatesStore } from './templates.store.ts';
 
 function toTemplate(row: TemplatesTable): Template {
@@ -59,6 +59,16 @@ export interface PreparedTemplate {
   templateId: string;
   category: TemplateCategory | undefined;
   content: TemplateContent;
+}
+
+/** An approved template, read once, that sends' parameters are checked against. */
+export interface ApprovedTemplate {
+  id: string;
+  name: string;
+  language: string;
+  category: TemplateCategory | null;
+  /** The port's content for these parameters, or the refusal naming the field under `parametersParam`. */
+  prepare(parameters: TemplateParameters, parametersParam: string): TemplateContent;
 }
 
 export interface TemplatesServiceDeps {
@@ -120,6 +130,33 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       });
     }
     return row;
+  }
+
+  async function approvedForSend(
+    executor: Db,
+    owner: { organizationId: string; connectionId: string },
+    input: TemplateSendInput,
+    param: string,
+    parametersParam: string,
+  ): Promise<ApprovedTemplate> {
+    const row = await approvedRow(executor, owner, input, param, parametersParam);
+    const template = {
+      name: row.name,
+      language: row.language,
+      parameterFormat: row.parameter_format as ParameterFormat,
+      components: JSON.parse(row.components) as Record<string, unknown>[],
+    };
+    return {
+      id: row.id,
+      name: row.name,
+      language: row.language,
+      category: (row.category ?? null) as TemplateCategory | null,
+      prepare(parameters, at) {
+        const send = { id: row.id, ...parameters };
+        checkSendShape(send, param, at);
+        return matchParameters(template, send, at);
+      },
+    };
   }
 
   async function findByName(executor: Db, connectionId: string, name: string, language: string): Promise<TemplatesTable | undefined> {
@@ -305,29 +342,22 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       /** Where the parameters sit, when not in the template object itself (the notification rail). */
       parametersParam = param,
     ): Promise<PreparedTemplate> {
-      const row = await approvedRow(executor, owner, input, param, parametersParam);
-      const template = {
-        name: row.name,
-        language: row.language,
-        parameterFormat: row.parameter_format as ParameterFormat,
-        components: JSON.parse(row.components) as Record<string, unknown>[],
-      };
-      return {
-        templateId: row.id,
-        category: (row.category ?? undefined) as TemplateCategory | undefined,
-        content: matchParameters(template, input, parametersParam),
-      };
+      const template = await approvedForSend(executor, owner, input, param, parametersParam);
+      const { header, body, buttons } = input;
+      return { templateId: template.id, category: template.category ?? undefined, content: template.prepare({ header, body, buttons }, parametersParam) };
     },
 
-    /** The approved template a send names, before any parameters are checked against it (the refusals of `prepareSend`). */
-    async findApprovedForSend(
+    /**
+     * The approved template a send names, found once for many sends (a batch): its description, and
+     * `prepare` to check each send's parameters against it without reading it again.
+     */
+    findApprovedForSend(
       executor: Db,
       owner: { organizationId: string; connectionId: string },
       input: Pick<TemplateSendInput, 'id' | 'name' | 'language'>,
       param = '/template',
-    ): Promise<{ id: string; name: string; language: string; category: TemplateCategory | null }> {
-      const row = await approvedRow(executor, owner, input, param);
-      return { id: row.id, name: row.name, language: row.language, category: (row.category ?? null) as TemplateCategory | null };
+    ): Promise<ApprovedTemplate> {
+      return approvedForSend(executor, owner, input, param, param);
     },
 
     /** The connection's approved templates, by name: what a refused free-form send can offer instead. */
