@@ -180,3 +180,21 @@ export async function sandboxMessage(server: TestServer, path: '/inbound' | '/ec
 export function inbound(server: TestServer, connection: { phone_number_id: string }, body: SandboxMessage = {}) {
   return sandboxMessage(server, '/inbound', connection, { from: newCustomer(), ...body });
 }
+
+/** The queued fire jobs of one schedule, as the queue holds them. */
+export async function fireJobs(server: TestServer, scheduleId: string) {
+  const rows = await server.app.store.db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('name', '=', 'schedule.fire')
+    .where('status', '=', 'queued')
+    .orderBy('id')
+    .execute();
+  return rows
+    .map((row) => ({
+      payload: JSON.parse(row.payload) as { schedule_id: string; scheduled_for: string; revision: number },
+      run_at: row.run_at,
+      key: row.dedupe_key,
+    }))
+    .filter((job) => job.payload.schedule_id === scheduleId);
+}

@@ -19,7 +19,7 @@ import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { NotificationTarget, NotificationTargets } from '../notifications/notification-target.ts';
 import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { createConnection, createKey, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { createConnection, createKey, type SignedUp, startServerWithOwner, fireJobs } from '../../../test/factories.ts';
 import { createSchedulesModule } from './index.ts';
 
 type Json = Record<string, any>;
@@ -74,23 +74,6 @@ function firing(server: TestServer, targets: NotificationTargets, queue: Pick<Qu
 async function targetRows(server: TestServer, scheduleId: string): Promise<string[]> {
   const rows = await server.app.store.db.selectFrom('audit_events').select(['target_id', 'data']).where('action', '=', 'test.target_created').execute();
   return rows.filter((row) => (JSON.parse(row.data) as { schedule_id: string }).schedule_id === scheduleId).map((row) => row.target_id);
-}
-
-async function fireJobs(server: TestServer, scheduleId: string) {
-  const rows = await server.app.store.db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('name', '=', 'schedule.fire')
-    .where('status', '=', 'queued')
-    .orderBy('id')
-    .execute();
-  return rows
-    .map((row) => ({
-      payload: JSON.parse(row.payload) as { schedule_id: string; scheduled_for: string; revision: number },
-      run_at: row.run_at,
-      key: row.dedupe_key,
-    }))
-    .filter((job) => job.payload.schedule_id === scheduleId);
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { DAY, HOUR, ManualClock, MINUTE } from '../../lib/clock.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { addMember, assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner, fireJobs } from '../../../test/factories.ts';
 
 type Json = Record<string, any>;
 interface Line {
@@ -36,24 +36,6 @@ const targetOn = (line: Line, extra: Json = {}) => ({
   to: [CUSTOMER],
   ...extra,
 });
-
-/** The queued fire jobs of one schedule, as the queue holds them. */
-async function fireJobs(server: TestServer, scheduleId: string) {
-  const rows = await server.app.store.db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('name', '=', 'schedule.fire')
-    .where('status', '=', 'queued')
-    .orderBy('id')
-    .execute();
-  return rows
-    .map((row) => ({
-      payload: JSON.parse(row.payload) as { schedule_id: string; scheduled_for: string; revision: number },
-      run_at: row.run_at,
-      key: row.dedupe_key,
-    }))
-    .filter((job) => job.payload.schedule_id === scheduleId);
-}
 
 async function auditActions(server: TestServer, token: string, targetId: string): Promise<string[]> {
   const response = await server.request('GET', `/v1/events?target_id=${targetId}&order=asc`, { token });
