@@ -547,6 +547,9 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
         return row.message_id ? { row, messageId: row.message_id } : undefined;
       }
       if (!WAITING.includes(row.status as NotificationStatus)) return undefined;
+      // A batch's send_at has come: every one of it still scheduled is queued now, waiting its turn
+      // in the lane (the first of its jobs does this for all; the others find nothing to move).
+      if (row.status === 'scheduled' && row.batch_id !== null) await store.queueBatch(trx, row.batch_id, now().toISOString());
       if (now().toISOString() >= row.expires_at) {
         await expire(trx, row, WAITING);
         return undefined;

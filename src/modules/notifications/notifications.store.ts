@@ -121,6 +121,17 @@ export function createNotificationsStore() {
       return Number(result.numUpdatedRows) > 0;
     },
 
+    /** The batch's notifications still `scheduled` become `queued` (their send_at has come). */
+    async queueBatch(db: Db, batchId: string, at: string): Promise<void> {
+      await db
+        .updateTable('notifications')
+        .set({ status: 'queued', updated_at: at })
+        .where('batch_id', '=', batchId)
+        .where('status', '=', 'scheduled')
+        .where('send_at', '<=', at)
+        .execute();
+    },
+
     waitingOfBatch(db: Db, batchId: string, waiting: readonly string[]): Promise<NotificationsTable[]> {
       return db.selectFrom('notifications').selectAll().where('batch_id', '=', batchId).where('status', 'in', waiting).execute();
     },

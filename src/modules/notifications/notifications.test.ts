@@ -472,7 +472,12 @@ describe('notifications', () => {
       });
       const [codeRow] = await server.app.store.db.selectFrom('notifications').select('due_at').where('id', '=', code.body.id).execute();
       assert.equal(codeRow!.due_at, sendAt.toISOString());
+      assert.equal(created.body.counts.scheduled, 40);
       server.clock.advance(HOUR);
+      // The first send job at send_at queues the rest of the batch: they wait their turn in the lane.
+      await server.app.worker.drain();
+      const waiting = await server.request('GET', `/v1/notifications/batches/${created.body.id}`, { token: key });
+      assert.equal(waiting.body.counts.scheduled, 0);
       await settleSpaced();
       const done = await server.request('GET', `/v1/notifications/batches/${created.body.id}`, { token: key });
       assert.equal(done.body.counts.delivered, 40);
