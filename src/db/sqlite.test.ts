@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { waitFor } from '../../test/wait.ts';
 import { NodeSqliteDatabase } from './sqlite.ts';
 
 function tempFile(t: TestContext): string {
@@ -64,19 +63,6 @@ describe('the node:sqlite adapter: WAL checkpoints', () => {
     assert.equal(db.checkpoint(), undefined);
     db.prepare('commit').run([]);
     assert.equal(db.checkpoint()?.busy, 0);
-  });
-
-  it('its rounds run on a thread of their own: a WAL past the bound is emptied without this thread checkpointing', async (t) => {
-    const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, { intervalMs: 20, boundPages: 50 });
-    t.after(() => db.close());
-    db.prepare('create table filler (id integer primary key, body text)').run([]);
-    write(db, 200);
-    assert.ok(walPages(file) > 50, `the WAL holds ${walPages(file)} pages`);
-    // Nothing on this thread checkpoints: the WAL empties because the checkpointer thread truncated it.
-    await waitFor(() => walPages(file) === 0);
-    const [counted] = db.prepare('select count(*) as n from filler').all([]) as { n: number }[];
-    assert.equal(counted?.n, 200, 'and every row is still there');
   });
 
   it('stops its timer on close', (t) => {

@@ -1,5 +1,4 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 
 /**
@@ -22,10 +21,6 @@ const STATEMENT_CACHE_SIZE = 512;
  * by many requests is copied once: in a measurement of 20,000 small write transactions, rounds every
  * 400 commits cost 70–75 µs of checkpointing a transaction, rounds every 100 commits 120–170 µs, so
  * the interval is a second rather than a quarter of one.
- *
- * The timer's rounds run on a worker thread with a connection of its own (`sqlite-checkpointer.ts`):
- * a round copies a second's pages and syncs the file, which took the event loop tens of
- * milliseconds at a time, and every timer due meanwhile (a pacing slot, a send) woke that late.
  */
 export interface CheckpointOptions {
   /** How often the PASSIVE checkpoint runs; 0 leaves SQLite's automatic checkpoints on. */
@@ -75,20 +70,11 @@ class NodeSqliteStatement implements SqliteStatement {
   }
 }
 
-/**
- * One checkpoint round on `db`: PASSIVE, then TRUNCATE once the WAL is past `boundPages`. The caller
- * makes sure TRUNCATE does not wait on the busy handler (the background connection's busy timeout is 0).
- */
-export function checkpointRound(db: DatabaseSync, boundPages: number, truncate: () => CheckpointResult): CheckpointResult {
-  const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)').get() as unknown as CheckpointResult;
-  return passive.log <= boundPages ? passive : truncate();
-}
-
 export class NodeSqliteDatabase implements SqliteDatabase {
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, NodeSqliteStatement>();
   readonly #checkpoints: CheckpointOptions;
-  #checkpointer: Worker | undefined;
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(file: string, checkpoints: CheckpointOptions = DEFAULT_CHECKPOINTS) {
     this.#db = new DatabaseSync(file);
@@ -98,45 +84,35 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};`);
     if (file !== ':memory:' && checkpoints.intervalMs > 0) {
       this.#db.exec('PRAGMA wal_autocheckpoint = 0');
-      this.#checkpointer = new Worker(new URL('./sqlite-checkpointer.ts', import.meta.url), {
-        workerData: { file, ...checkpoints },
-        // It holds a connection and a timer: a small heap keeps the thread's memory small too.
-        resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 8 },
-      });
-      // Unref'd: a checkpointer must never keep the process alive. Should it fail (it cannot open
-      // the file, say), SQLite's own checkpoints come back on rather than let the WAL grow.
-      this.#checkpointer.unref();
-      this.#checkpointer.on('error', () => {
-        this.#checkpointer = undefined;
-        if (this.#db.isOpen) this.#db.exec('PRAGMA wal_autocheckpoint = 1000');
-      });
+      // Unref'd: a checkpoint timer must never keep the process alive.
+      this.#timer = setInterval(() => this.checkpoint(), checkpoints.intervalMs).unref();
     }
   }
 
   /** Whether the background checkpoints run (they stop on close). */
   get checkpointing(): boolean {
-    return this.#checkpointer !== undefined;
+    return this.#timer !== undefined;
   }
 
   /**
-   * One checkpoint round on this connection; answers what SQLite reported, or undefined when it did
-   * not run. The background rounds run on the checkpointer's connection; this is for tests and tools.
+   * One round of the background checkpoint; answers what SQLite reported, or undefined when it did
+   * not run. Called by the timer; public so that tests need not wait for it.
    */
   checkpoint(): CheckpointResult | undefined {
     // Between the statements of an open transaction (Kysely awaits between them) a checkpoint on this
     // connection fails with "database table is locked"; the next round will do.
     if (!this.#db.isOpen || this.#db.isTransaction) return undefined;
     try {
-      return checkpointRound(this.#db, this.#checkpoints.boundPages, () => {
-        // TRUNCATE waits for other readers and writers through the busy handler; a round must not
-        // block the event loop for that, so it asks only for the lock it can have now.
-        this.#db.exec('PRAGMA busy_timeout = 0');
-        try {
-          return this.#db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as unknown as CheckpointResult;
-        } finally {
-          this.#db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-        }
-      });
+      const passive = this.#db.prepare('PRAGMA wal_checkpoint(PASSIVE)').get() as unknown as CheckpointResult;
+      if (passive.log <= this.#checkpoints.boundPages) return passive;
+      // TRUNCATE waits for other processes' readers and writers through the busy handler; the timer
+      // must not block the event loop for that, so it asks only for the lock it can have now.
+      this.#db.exec('PRAGMA busy_timeout = 0');
+      try {
+        return this.#db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as unknown as CheckpointResult;
+      } finally {
+        this.#db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      }
     } catch {
       // Busy or locked by another process: the WAL only grows until a later round gets through.
       return undefined;
@@ -165,8 +141,8 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   }
 
   close(): void {
-    this.#checkpointer?.postMessage('close');
-    this.#checkpointer = undefined;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
     this.#statements.clear();
     this.#db.close();
   }
