@@ -8,7 +8,7 @@ import { JobError } from '../../jobs/job.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { JobContext } from '../../jobs/worker.ts';
 import { DAY, HOUR, MINUTE, SECOND, type Clock } from '../../lib/clock.ts';
-import { AppError, invalidParam, notFound, type ErrorDetail } from '../../lib/errors.ts';
+import { AppError, invalidParam, notFound, type ErrorCode, type ErrorDetail } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Pacer } from '../../provider/pacing.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
@@ -91,6 +91,26 @@ interface RecipientInput {
   parameters?: TemplateParameters | undefined;
   dedupe_key?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
+}
+
+/** Where a request names each recipient and its parameters, for the `param` of a refusal. */
+interface RecipientParams {
+  field(index: number, name: 'to' | 'contact_id' | 'dedupe_key'): string;
+  parameters(index: number): string;
+}
+
+/** A single notification's: the body's own fields. */
+const SINGLE_PARAMS: RecipientParams = { field: (_index, name) => `/${name}`, parameters: () => '/template/parameters' };
+
+/** A batch's: each recipient carries its own fields and parameters. */
+const BATCH_PARAMS: RecipientParams = { field: (index, name) => `/recipients/${index}/${name}`, parameters: (index) => `/recipients/${index}/parameters` };
+
+/** A schedule's target: recipients listed in `to` or `contact_ids`, one set of parameters for all. */
+function targetParams(param: string): RecipientParams {
+  return {
+    field: (index, name) => (name === 'contact_id' ? `${param}/contact_ids/${index}` : `${param}/${name}/${index}`),
+    parameters: () => `${param}/parameters`,
+  };
 }
 
 /** What every notification of one request shares, checked. */
@@ -249,10 +269,11 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
   }
 
   /** One recipient's checks: who it is, its parameters against the template, its consent. */
-  function checkRecipient(known: KnownContacts, planned: Plan, recipient: RecipientInput, index: number, at: string, parametersAt: string): CheckedRecipient {
+  function checkRecipient(known: KnownContacts, planned: Plan, recipient: RecipientInput, index: number, params: RecipientParams): CheckedRecipient {
+    const at = (name: 'to' | 'contact_id') => params.field(index, name);
     if ((recipient.contact_id === undefined) === (recipient.to === undefined)) {
       throw invalidParam(
-        recipient.to === undefined ? `${at}/contact_id` : `${at}/to`,
+        recipient.to === undefined ? at('contact_id') : at('to'),
         recipient.to === undefined ? 'or to is required' : 'cannot be given with contact_id',
         recipient.to === undefined ? 'required' : 'exclusive',
       );
@@ -260,13 +281,13 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     let contact: Contact | undefined;
     if (recipient.contact_id !== undefined) {
       contact = known.byId.get(recipient.contact_id);
-      if (!contact) throw new AppError('resource_not_found', `No such contact: ${recipient.contact_id}.`, { param: `${at}/contact_id` });
+      if (!contact) throw new AppError('resource_not_found', `No such contact: ${recipient.contact_id}.`, { param: at('contact_id') });
     } else contact = known.byPhoneNumber.get(recipient.to!);
     const parameters = recipient.parameters ?? {};
-    planned.prepare(parameters, parametersAt);
+    planned.prepare(parameters, params.parameters(index));
     if (planned.template.category === 'marketing' && contact?.consent.marketing.status === 'opted_out') {
       throw new AppError('contact_opted_out', `The contact opted out of marketing on ${contact.consent.marketing.since}.`, {
-        param: recipient.contact_id === undefined ? `${at}/to` : `${at}/contact_id`,
+        param: recipient.contact_id === undefined ? at('to') : at('contact_id'),
       });
     }
     return {
@@ -281,7 +302,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
 
   /** The checks of a request with one recipient (a create, a replay): a refusal is the request's. */
   async function checkOnly(executor: Db, planned: Plan, recipient: RecipientInput): Promise<CheckedRecipient> {
-    return checkRecipient(await contactsOf(executor, planned.organizationId, [recipient]), planned, recipient, 0, '', '/template/parameters');
+    return checkRecipient(await contactsOf(executor, planned.organizationId, [recipient]), planned, recipient, 0, SINGLE_PARAMS);
   }
 
   /**
@@ -394,22 +415,21 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     executor: Db,
     planned: Plan,
     recipients: readonly RecipientInput[],
-    paramOf: (index: number) => string,
+    params: RecipientParams,
   ): Promise<{ accepted: CheckedRecipient[]; refused: RefusedRecipient[] }> {
     const accepted: CheckedRecipient[] = [];
     const refused: RefusedRecipient[] = [];
     const seen = new Map<string, number>();
     const known = await contactsOf(executor, planned.organizationId, recipients);
     for (const [index, recipient] of recipients.entries()) {
-      const at = paramOf(index);
       try {
-        const checked = checkRecipient(known, planned, recipient, index, at, `${at}/parameters`);
+        const checked = checkRecipient(known, planned, recipient, index, params);
         const earlier = checked.dedupeKey === null ? undefined : seen.get(checked.dedupeKey);
-        if (earlier !== undefined) throw invalidParam(`${at}/dedupe_key`, `repeats the dedupe_key of recipient ${earlier}`, 'duplicate');
+        if (earlier !== undefined) throw invalidParam(params.field(index, 'dedupe_key'), `repeats the dedupe_key of recipient ${earlier}`, 'duplicate');
         if (checked.dedupeKey !== null) seen.set(checked.dedupeKey, index);
         accepted.push(checked);
       } catch (error) {
-        if (error instanceof AppError && error.param?.startsWith('/template') && !error.param.startsWith(`/template/parameters`)) throw error;
+        if (error instanceof AppError && error.param?.startsWith('/template') && !error.param.startsWith('/template/parameters')) throw error;
         refused.push(refusal(error, index));
       }
     }
@@ -427,7 +447,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
           index: recipient.index,
           code: 'resource_exists',
           message: `The dedupe_key ${recipient.dedupeKey} already names ${holder.id} (created ${holder.created_at}).`,
-          param: `${paramOf(recipient.index)}/dedupe_key`,
+          param: params.field(recipient.index, 'dedupe_key'),
         });
       }
       refused.sort((a, b) => a.index - b.index);
@@ -441,6 +461,18 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       param: refused[0]?.param ?? '/recipients',
       details,
     });
+  }
+
+  /**
+   * A target's refusal: the recipient's own error when there is one recipient, or when it is about the
+   * parameters all recipients share (then every recipient fails alike); the batch's otherwise.
+   */
+  function targetRefusal(refused: readonly RefusedRecipient[], total: number, sharedParameters: string): AppError {
+    const [first] = refused;
+    if (first && (total === 1 || first.param?.startsWith(sharedParameters))) {
+      return new AppError(first.code as ErrorCode, first.message, first.param === null ? {} : { param: first.param });
+    }
+    return refusedBatchError(refused, total);
   }
 
   async function batchView(executor: Db, row: NotificationBatchesTable): Promise<NotificationBatch> {
@@ -470,8 +502,9 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     principal: Principal,
     planned: Plan,
     input: { recipients: readonly RecipientInput[]; atomicity: 'all_or_nothing' | 'partial'; metadata: Record<string, unknown> },
+    params: RecipientParams = BATCH_PARAMS,
   ): Promise<NotificationBatchesTable> {
-    const { accepted, refused } = await checkAll(trx, planned, input.recipients, (index) => `/recipients/${index}`);
+    const { accepted, refused } = await checkAll(trx, planned, input.recipients, params);
     if (refused.length > 0 && (input.atomicity === 'all_or_nothing' || accepted.length === 0)) throw refusedBatchError(refused, input.recipients.length);
     const batch: NotificationBatchesTable = {
       id: newId('notificationBatch', now().getTime()),
@@ -656,12 +689,10 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
       const planned = await plan(db, principal, target, target.template).catch((error: unknown) => {
         throw reparam(error, param);
       });
-      const { refused } = await checkAll(db, planned, recipients, (index) => (target.to ? `${param}/to/${index}` : `${param}/contact_ids/${index}`)).catch(
-        (error: unknown) => {
-          throw reparam(error, param);
-        },
-      );
-      if (refused.length > 0) throw refusedBatchError(refused, recipients.length);
+      const { refused } = await checkAll(db, planned, recipients, targetParams(param)).catch((error: unknown) => {
+        throw reparam(error, param);
+      });
+      if (refused.length > 0) throw targetRefusal(refused, recipients.length, `${param}/parameters`);
       return { ...target, connection_id: planned.connectionId };
     },
 
@@ -676,12 +707,18 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
         occurrenceId: input.occurrenceId,
       });
       if (recipients.length === 1) {
-        const { accepted, refused } = await checkAll(trx, planned, recipients, () => '/target');
-        if (refused.length > 0) throw refusedBatchError(refused, 1);
+        const { accepted, refused } = await checkAll(trx, planned, recipients, targetParams('/target'));
+        if (refused.length > 0) throw targetRefusal(refused, 1, '/target/parameters');
         const [row] = await insert(trx, planned, accepted);
         return { notification_id: row!.id };
       }
-      const batch = await createBatchIn(trx, principal, planned, { recipients, atomicity: 'partial', metadata: target.metadata ?? {} });
+      const batch = await createBatchIn(
+        trx,
+        principal,
+        planned,
+        { recipients, atomicity: 'partial', metadata: target.metadata ?? {} },
+        targetParams('/target'),
+      );
       return { batch_id: batch.id };
     },
   };

@@ -267,6 +267,23 @@ describe('schedules', () => {
       await refused({ ...cron('0 9 * * *'), target: targetOn(line, { to: ['07700 900123'] }) }, '/target/to/0');
     });
 
+    it('a target checked as a send: its parameters, its contacts and its template are refused on their own fields', async () => {
+      const mismatch = assertError(
+        await create({ ...cron('0 9 * * *'), target: targetOn(line, { parameters: { body: ['Ana'] } }) }),
+        400,
+        'template_parameters_mismatch',
+      );
+      assert.equal(mismatch.param, '/target/parameters/body/0');
+      const unknown = await create({ ...cron('0 9 * * *'), target: targetOn(line, { to: undefined, contact_ids: ['ct_01M8A8FF6RY3JAECD7JYZNYMV5'] }) });
+      assert.equal(assertError(unknown, 404, 'resource_not_found').param, '/target/contact_ids/0');
+      const missing = assertError(
+        await create({ ...cron('0 9 * * *'), target: targetOn(line, { template: { name: 'no_such', language: 'en_US' } }) }),
+        404,
+        'resource_not_found',
+      );
+      assert.equal(missing.param, '/target/template/name');
+    });
+
     it('an automation target is refused with operation_unsupported until automations exist, and nothing is created', async () => {
       const before = (await server.request('GET', '/v1/schedules?limit=100', { token: owner.token })).body.data.length;
       const error = assertError(
