@@ -89,6 +89,27 @@ describe('HTTP conventions shared by every endpoint', () => {
       assertError(text, 415, 'unsupported_content_type');
     });
 
+    it('a NUL character (U+0000) in any string, key or query value is validation_failed on its field, on every store', async () => {
+      const named = await server.request('POST', '/v1/contacts', { token: owner.token, body: { phone_number: '+447700900555', name: 'Ada\u0000' } });
+      const error = assertError(named, 400, 'validation_failed');
+      assert.equal(error.param, '/name');
+      assert.equal(error.details[0].code, 'invalid_character');
+      const keyed = await server.request('POST', '/v1/contacts', {
+        token: owner.token,
+        body: { phone_number: '+447700900555', metadata: { 'crm/\u0000id': 1 } },
+      });
+      assert.equal(assertError(keyed, 400, 'validation_failed').param, '/metadata/crm~1\u0000id');
+      const deep = await server.request('POST', '/v1/contacts', {
+        token: owner.token,
+        body: { phone_number: '+447700900555', metadata: { list: ['ok', 'no\u0000'] } },
+      });
+      assert.equal(assertError(deep, 400, 'validation_failed').param, '/metadata/list/1');
+      const queried = await server.request('GET', '/v1/events?action=%00', { token: owner.token });
+      assert.equal(assertError(queried, 400, 'validation_failed').param, '/query/action');
+      const contacts = await server.request('GET', '/v1/contacts?phone_number=%2B447700900555', { token: owner.token });
+      assert.deepEqual(contacts.body.data, [], 'nothing was written');
+    });
+
     it('an empty JSON body is malformed_json', async () => {
       const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: '', headers: { 'content-type': 'application/json' } });
       assertError(response, 400, 'malformed_json');

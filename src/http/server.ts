@@ -9,7 +9,7 @@ import Fastify, {
 } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError } from '../lib/errors.ts';
+import { AppError, invalidParam } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { errorBody } from './error-envelope.ts';
 import { createSchemaCompilers } from './schema-compilers.ts';
@@ -97,6 +97,13 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     draining = true;
   });
 
+  // PostgreSQL's text cannot hold U+0000 (SQLite's can): refused here, in every field of every route,
+  // so that both stores answer alike and none answers 500.
+  app.addHook('preValidation', async (request) => {
+    const at = nulAt(request.body, '') ?? nulAt(request.query, '/query') ?? nulAt(request.params, '/path');
+    if (at !== undefined) throw invalidParam(at, 'must not contain the NUL character (U+0000)', 'invalid_character');
+  });
+
   const knownRoutes: KnownRoute[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -127,6 +134,31 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   });
 
   return app;
+}
+
+// Deeper than any request of the API nests: a body past it is refused by its schema anyway.
+const MAX_NUL_SEARCH_DEPTH = 64;
+
+const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/** The JSON pointer of the first string (value or key) holding U+0000 in a parsed request part, if any. */
+export function nulAt(value: unknown, pointer: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? pointer || '/' : undefined;
+  if (typeof value !== 'object' || value === null || depth > MAX_NUL_SEARCH_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = nulAt(value[index], `${pointer}/${index}`, depth + 1);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const at = `${pointer}/${escapePointer(key)}`;
+    if (key.includes('\0')) return at;
+    const found = nulAt(item, at, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 const FASTIFY_ERRORS: Record<string, (error: FastifyError) => AppError> = {
