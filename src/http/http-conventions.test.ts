@@ -110,6 +110,38 @@ describe('HTTP conventions shared by every endpoint', () => {
       assert.deepEqual(contacts.body.data, [], 'nothing was written');
     });
 
+    it('a POST without a body schema takes nothing or {}; anything else is refused before it is read', async () => {
+      const make = async () => (await server.request('POST', '/v1/api-keys', { token: owner.token, body: keyBody })).body.id as string;
+      const withField = await server.request('POST', `/v1/api-keys/${await make()}/revoke`, { token: owner.token, body: { reason: 'leaked' } });
+      const error = assertError(withField, 400, 'validation_failed');
+      assert.equal(error.param, '/reason');
+      assert.equal(error.details[0].code, 'unknown_field');
+      const notAnObject = await server.request('POST', `/v1/api-keys/${await make()}/revoke`, { token: owner.token, body: [1] });
+      assert.equal(assertError(notAnObject, 400, 'validation_failed').param, '/');
+      assert.equal((await server.request('POST', `/v1/api-keys/${await make()}/revoke`, { token: owner.token, body: {} })).status, 200);
+      assert.equal((await server.request('POST', `/v1/api-keys/${await make()}/revoke`, { token: owner.token })).status, 200);
+    });
+
+    it('a body nested 3,000 levels deep is validation_failed, with or without an Idempotency-Key, never a 500', async () => {
+      const deep = '{"a":'.repeat(3000) + '1' + '}'.repeat(3000);
+      const id = (await server.request('POST', '/v1/api-keys', { token: owner.token, body: keyBody })).body.id as string;
+      for (const headers of [{}, { 'idempotency-key': 'deep-1' }] as Record<string, string>[]) {
+        const bodiless = await server.request('POST', `/v1/api-keys/${id}/rotate`, {
+          token: owner.token,
+          rawBody: deep,
+          headers: { 'content-type': 'application/json', ...headers },
+        });
+        assertError(bodiless, 400, 'validation_failed');
+      }
+      const inMetadata = await server.request('POST', '/v1/contacts', {
+        token: owner.token,
+        rawBody: `{"phone_number":"+447700900556","metadata":${deep}}`,
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'deep-2' },
+      });
+      const error = assertError(inMetadata, 400, 'validation_failed');
+      assert.equal(error.param.split('/').length - 1, 32, 'the pointer stops where the nesting passed the limit');
+    });
+
     it('an empty JSON body is malformed_json', async () => {
       const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: '', headers: { 'content-type': 'application/json' } });
       assertError(response, 400, 'malformed_json');

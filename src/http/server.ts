@@ -97,11 +97,25 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     draining = true;
   });
 
-  // PostgreSQL's text cannot hold U+0000 (SQLite's can): refused here, in every field of every route,
-  // so that both stores answer alike and none answers 500.
+  // What no schema says and every route needs refused before anything reads the request: U+0000,
+  // which PostgreSQL's text cannot hold (SQLite's can; both stores must answer alike, and neither
+  // 500), and nesting deeper than any field of the API, which would only exhaust the recursion of
+  // whatever walks the body next (the idempotency fingerprint).
   app.addHook('preValidation', async (request) => {
-    const at = nulAt(request.body, '') ?? nulAt(request.query, '/query') ?? nulAt(request.params, '/path');
-    if (at !== undefined) throw invalidParam(at, 'must not contain the NUL character (U+0000)', 'invalid_character');
+    // The query and the path parameters come from parsers whose objects have prototypes of their own.
+    const refusal =
+      refusalIn(request.body, '') ?? refusalIn({ ...(request.query as object) }, '/query') ?? refusalIn({ ...(request.params as object) }, '/path');
+    if (refusal) throw invalidParam(refusal.at, refusal.message, refusal.code);
+  });
+
+  // An API POST or DELETE without a body schema takes no body: `{}` (what many clients send) or
+  // nothing. (The provider's webhook, the runtime pass-through and the sandbox read their own.)
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!route.url.startsWith('/v1/') || route.schema?.body !== undefined) return;
+    if (!methods.some((method) => method === 'POST' || method === 'DELETE')) return;
+    const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation];
+    route.preValidation = [...existing, refuseBody];
   });
 
   const knownRoutes: KnownRoute[] = [];
@@ -136,29 +150,60 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   return app;
 }
 
-// Deeper than any request of the API nests: a body past it is refused by its schema anyway.
-const MAX_NUL_SEARCH_DEPTH = 64;
+/** Deeper than any field of the API nests (metadata values included). */
+export const MAX_REQUEST_DEPTH = 32;
 
 const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 
-/** The JSON pointer of the first string (value or key) holding U+0000 in a parsed request part, if any. */
-export function nulAt(value: unknown, pointer: string, depth = 0): string | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? pointer || '/' : undefined;
-  if (typeof value !== 'object' || value === null || depth > MAX_NUL_SEARCH_DEPTH) return undefined;
+interface Refusal {
+  at: string;
+  message: string;
+  code: string;
+}
+
+function isJsonContainer(value: object): boolean {
+  if (Array.isArray(value)) return true;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * The first thing no field of any route takes in a parsed request part, with its JSON pointer: a
+ * string or key holding U+0000, or nesting past `MAX_REQUEST_DEPTH`.
+ */
+export function refusalIn(value: unknown, pointer: string, depth = 0): Refusal | undefined {
+  const at = pointer || '/';
+  if (typeof value === 'string')
+    return value.includes('\0') ? { at, message: 'must not contain the NUL character (U+0000)', code: 'invalid_character' } : undefined;
+  // Only what JSON parsing makes: a route that takes its body as a stream (the runtime pass-through)
+  // or a buffer has nothing here to walk.
+  if (typeof value !== 'object' || value === null || !isJsonContainer(value)) return undefined;
+  if (depth >= MAX_REQUEST_DEPTH) return { at, message: `nests deeper than ${MAX_REQUEST_DEPTH} levels, which no field of the API does`, code: 'invalid' };
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = nulAt(value[index], `${pointer}/${index}`, depth + 1);
-      if (found !== undefined) return found;
+      const found = refusalIn(value[index], `${pointer}/${index}`, depth + 1);
+      if (found) return found;
     }
     return undefined;
   }
   for (const [key, item] of Object.entries(value)) {
-    const at = `${pointer}/${escapePointer(key)}`;
-    if (key.includes('\0')) return at;
-    const found = nulAt(item, at, depth + 1);
-    if (found !== undefined) return found;
+    const keyAt = `${pointer}/${escapePointer(key)}`;
+    if (key.includes('\0')) return { at: keyAt, message: 'must not contain the NUL character (U+0000)', code: 'invalid_character' };
+    const found = refusalIn(item, keyAt, depth + 1);
+    if (found) return found;
   }
   return undefined;
+}
+
+async function refuseBody(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (body === undefined || body === null) return;
+  if (typeof body === 'object' && !Array.isArray(body)) {
+    const [first] = Object.keys(body);
+    if (first === undefined) return;
+    throw invalidParam(`/${escapePointer(first)}`, 'is not taken: this endpoint takes no body', 'unknown_field');
+  }
+  throw invalidParam('/', 'must be absent or {}: this endpoint takes no body', 'invalid_type');
 }
 
 const FASTIFY_ERRORS: Record<string, (error: FastifyError) => AppError> = {
