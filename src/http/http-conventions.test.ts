@@ -142,6 +142,26 @@ describe('HTTP conventions shared by every endpoint', () => {
       assert.equal(error.param.split('/').length - 1, 32, 'the pointer stops where the nesting passed the limit');
     });
 
+    it('a charset other than UTF-8 is unsupported_content_type, where it was read as UTF-8', async () => {
+      const body = JSON.stringify(keyBody);
+      for (const charset of ['utf-16', 'ISO-8859-1', '"utf-16le"']) {
+        const response = await server.request('POST', '/v1/api-keys', {
+          token: owner.token,
+          rawBody: body,
+          headers: { 'content-type': `application/json; charset=${charset}` },
+        });
+        assertError(response, 415, 'unsupported_content_type');
+      }
+      for (const charset of ['utf-8', 'UTF-8', 'utf8']) {
+        const response = await server.request('POST', '/v1/api-keys', {
+          token: owner.token,
+          rawBody: body,
+          headers: { 'content-type': `application/json; charset=${charset}` },
+        });
+        assert.equal(response.status, 201, response.text);
+      }
+    });
+
     it('an empty JSON body is malformed_json', async () => {
       const response = await server.request('POST', '/v1/api-keys', { token: owner.token, rawBody: '', headers: { 'content-type': 'application/json' } });
       assertError(response, 400, 'malformed_json');

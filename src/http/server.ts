@@ -71,6 +71,20 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   app.decorate('compileSchemas', compilers.compileAll);
   // Only JSON bodies exist on /v1; modules that take other types (multipart media) add their parser.
   app.removeContentTypeParser('text/plain');
+  // JSON is UTF-8 (RFC 8259) and is read as such: a body declared in another charset would be read
+  // wrong, so it is refused. Scopes with parsers of their own (the runtime pass-through, the
+  // provider's webhook) keep them.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      done(new AppError('unsupported_content_type', `JSON bodies are read as UTF-8; charset=${charset} is not taken.`), undefined);
+      return;
+    }
+    // parseAs string: the body is a string.
+    void parseJson(request, body as string, done);
+  });
 
   let draining = false;
   const retryAfter = String(options.retryAfterSeconds ?? 5);
