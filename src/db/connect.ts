@@ -82,11 +82,12 @@ function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions
  * Kysely's migrator looks for its own tables with a catalog query over every schema of the database
  * that calls `has_schema_privilege()` per schema; if another client drops a schema meanwhile (test
  * runs dropping theirs, an operator cleaning up), PostgreSQL fails that query with 3F000 for the
- * other schema, or with 42P01 when one of that schema's tables vanishes mid-scan (seen under a
- * parallel catalog scan). Nothing was applied when that happens, so trying again is safe.
+ * other schema, with 42P01 when one of that schema's tables vanishes mid-scan, or with 42703 when
+ * another run's migration drops a column the scan is reading (both seen under a parallel catalog
+ * scan). Nothing was applied when that happens, so trying again is safe.
  */
 const MIGRATION_ATTEMPTS = 8;
-const CONCURRENT_DROP_CODES = new Set(['3F000', '42P01']);
+const CONCURRENT_DROP_CODES = new Set(['3F000', '42P01', '42703']);
 
 function isConcurrentSchemaDrop(error: unknown): boolean {
   const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;

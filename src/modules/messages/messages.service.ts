@@ -371,8 +371,9 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       let row = await store.findByProviderId(trx, connection.id, input.providerMessageId);
       if (!row && input.callbackData?.startsWith('msg_')) {
         const sent = await store.findById(trx, input.callbackData);
-        if (sent?.connection_id === connection.id && sent.provider_message_id === null) {
-          await store.recordProviderId(trx, sent.id, input.providerMessageId);
+        // The send's answer may have been recorded between the two reads: then the id already matches.
+        if (sent?.connection_id === connection.id && (sent.provider_message_id === null || sent.provider_message_id === input.providerMessageId)) {
+          if (sent.provider_message_id === null) await store.recordProviderId(trx, sent.id, input.providerMessageId);
           row = { ...sent, provider_message_id: input.providerMessageId };
         }
       }
