@@ -34,10 +34,25 @@ describe('HTTP conventions shared by every endpoint', () => {
   });
 
   describe('unknown routes and methods', () => {
-    it('a path that is not valid URL encoding is route_not_found, with the request id in header and body', async () => {
-      const response = await server.request('GET', '/v1/contacts/%zz');
-      const error = assertError(response, 404, 'route_not_found');
-      assert.equal(response.headers.get('x-request-id'), error.request_id);
+    it('a path that is not valid URL encoding is route_not_found saying why, with the request id and the rate-limit headers', async () => {
+      for (const path of ['/v1/contacts/%zz', '/v1/contacts/%C0%AF', '/v1/cont%E0%A4acts', '/%']) {
+        const response = await server.request('GET', path, { token: owner.token });
+        const error = assertError(response, 404, 'route_not_found');
+        assert.equal(response.headers.get('x-request-id'), error.request_id);
+        assert.match(error.message, /percent-escape that does not decode/);
+        assert.ok(response.headers.get('x-ratelimit-remaining'), `${path} is charged like every other request`);
+      }
+    });
+
+    it('an id of any length reaches its route: too long is validation_failed on /path/id, never a bad URL', async () => {
+      for (const length of [150, 10_000]) {
+        const response = await server.request('GET', `/v1/connections/conn_${'0'.repeat(length)}`, { token: owner.token });
+        const error = assertError(response, 400, 'validation_failed');
+        assert.equal(error.param, '/path/id');
+        assert.ok(response.headers.get('x-ratelimit-remaining'));
+      }
+      const anonymous = await server.request('GET', `/v1/connections/conn_${'0'.repeat(10_000)}`);
+      assertError(anonymous, 401, 'credential_missing');
     });
 
     it('an unknown path is route_not_found in the envelope', async () => {
@@ -64,15 +79,6 @@ describe('HTTP conventions shared by every endpoint', () => {
       const response = await server.request('POST', '/v1/api-keys', {
         token: owner.token,
         rawBody: '{"kind":',
-        headers: { 'content-type': 'application/json' },
-      });
-      assertError(response, 400, 'malformed_json');
-    });
-
-    it('a __proto__ key is refused as malformed, never merged', async () => {
-      const response = await server.request('POST', '/v1/api-keys', {
-        token: owner.token,
-        rawBody: '{"kind":"organization","mode":"live","__proto__":{"admin":true}}',
         headers: { 'content-type': 'application/json' },
       });
       assertError(response, 400, 'malformed_json');
@@ -160,6 +166,18 @@ describe('HTTP conventions shared by every endpoint', () => {
         });
         assert.equal(response.status, 201, response.text);
       }
+    });
+
+    it('a key given twice, or a __proto__ key, is validation_failed on its pointer, where the last copy won or it read as malformed', async () => {
+      const post = (rawBody: string) =>
+        server.request('POST', '/v1/api-keys', { token: owner.token, rawBody, headers: { 'content-type': 'application/json' } });
+      const twice = assertError(await post('{"name":"a","scopes":["contacts:read"],"name":"b"}'), 400, 'validation_failed');
+      assert.equal(twice.param, '/name');
+      assert.equal(twice.details[0].code, 'duplicate');
+      const proto = assertError(await post('{"name":"a","metadata":{"__proto__":{"x":1}}}'), 400, 'validation_failed');
+      assert.equal(proto.param, '/metadata/__proto__');
+      assert.match(proto.message, /prototype/);
+      assertError(await post('{"name":'), 400, 'malformed_json');
     });
 
     it('an empty JSON body is malformed_json', async () => {

@@ -12,6 +12,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError, invalidParam } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { errorBody } from './error-envelope.ts';
+import { parseJsonBody } from './json-body.ts';
 import { createSchemaCompilers } from './schema-compilers.ts';
 import { validationError } from './validation.ts';
 
@@ -60,10 +61,22 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     return503OnClosing: false,
     ajv: undefined,
     schemaErrorFormatter: (errors, dataVar) => validationError(errors, dataVar),
+    // An id of any length reaches its route, which answers what it answers for any unknown id; the
+    // router's own limit (100) would refuse it as a bad URL before any hook had run.
+    routerOptions: { maxParamLength: MAX_URL_BYTES },
+    rewriteUrl: (raw) => {
+      const url = raw.url ?? '/';
+      if (!isMalformedPath(url)) return url;
+      malformedUrls.add(raw);
+      return MALFORMED_URL_ROUTE;
+    },
+    // The router's last word on a URL it cannot take, which no hook sees; the rewrite above sends
+    // every such URL through the not-found handler first, with its hooks.
     frameworkErrors: (error, request, reply) => {
-      void sendError(reply, request, new AppError('route_not_found', 'The path is not a valid URL.', { cause: error }));
+      void sendError(reply, request, new AppError('route_not_found', 'The path is not a URL this service can read.', { cause: error }));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  const malformedUrls = new WeakSet<object>();
 
   const compilers = createSchemaCompilers();
   app.setValidatorCompiler(compilers.validatorCompiler);
@@ -72,9 +85,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   // Only JSON bodies exist on /v1; modules that take other types (multipart media) add their parser.
   app.removeContentTypeParser('text/plain');
   // JSON is UTF-8 (RFC 8259) and is read as such: a body declared in another charset would be read
-  // wrong, so it is refused. Scopes with parsers of their own (the runtime pass-through, the
+  // wrong, so it is refused. Keys are read strictly (json-body.ts). Scopes with parsers of their own (the runtime pass-through, the
   // provider's webhook) keep them.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
@@ -82,8 +94,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       done(new AppError('unsupported_content_type', `JSON bodies are read as UTF-8; charset=${charset} is not taken.`), undefined);
       return;
     }
-    // parseAs string: the body is a string.
-    void parseJson(request, body as string, done);
+    try {
+      // parseAs string: the body is a string.
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as AppError, undefined);
+    }
   });
 
   let draining = false;
@@ -139,6 +155,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   });
 
   app.setNotFoundHandler((request, reply) => {
+    if (malformedUrls.has(request.raw)) {
+      return sendError(
+        reply,
+        request,
+        new AppError(
+          'route_not_found',
+          'The path holds a percent-escape that does not decode (a bad escape such as %zz, or bytes that are not UTF-8 such as %C0%AF); no route has such a path.',
+        ),
+      );
+    }
     const path = request.url.split('?')[0] ?? '/';
     const allowed = [...new Set(knownRoutes.filter((route) => route.pattern.test(path)).map((route) => route.method))];
     if (allowed.length > 0) {
@@ -162,6 +188,28 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   });
 
   return app;
+}
+
+/** Node's default limit on a request's header section, which the request line is part of. */
+const MAX_URL_BYTES = 16 * 1024;
+
+/**
+ * Where `rewriteUrl` sends a URL whose path cannot be decoded. No route has it, so the not-found
+ * handler answers, after the hooks; it tells this request by the raw request, not by the path.
+ */
+const MALFORMED_URL_ROUTE = '/malformed-url';
+
+/** Whether the path (the query is read leniently elsewhere) has a percent-escape that does not decode to UTF-8. */
+function isMalformedPath(url: string): boolean {
+  const end = url.indexOf('?');
+  const path = end === -1 ? url : url.slice(0, end);
+  if (!path.includes('%')) return false;
+  try {
+    decodeURIComponent(path);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /** Deeper than any field of the API nests (metadata values included). */
