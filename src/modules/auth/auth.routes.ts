@@ -3,20 +3,12 @@ import type { Access } from '../../http/access.ts';
 import type { HttpServer } from '../../http/server.ts';
 import { DashboardTokenSchema, LoginBody, LogoutResponse, SignupBody } from './auth.schemas.ts';
 import type { AuthService, IssuedSession } from './auth.service.ts';
+import { REFRESH_COOKIE, setRefreshCookie } from './session-cookie.ts';
 
-const REFRESH_COOKIE = 'refresh_token';
 const access: Access = { public: true, reason: 'Creates or renews a credential; limited per source address.' };
 
 export function registerAuthRoutes(app: HttpServer, service: AuthService, options: { secureCookies: boolean }): void {
-  // The refresh token lives only in an httpOnly cookie scoped to /auth, so page scripts never see it.
-  const setRefreshCookie = (reply: FastifyReply, session: IssuedSession) =>
-    reply.setCookie(REFRESH_COOKIE, session.refreshToken, {
-      httpOnly: true,
-      secure: options.secureCookies,
-      sameSite: 'strict',
-      path: '/auth',
-      expires: session.refreshExpiresAt,
-    });
+  const setCookie = (reply: FastifyReply, session: IssuedSession) => setRefreshCookie(reply, session, { secure: options.secureCookies });
 
   app.post('/auth/signup', {
     config: { access },
@@ -28,7 +20,7 @@ export function registerAuthRoutes(app: HttpServer, service: AuthService, option
     },
     handler: async (request, reply) => {
       const session = await service.signup(request.body, request.id);
-      setRefreshCookie(reply, session);
+      setCookie(reply, session);
       return reply.code(201).send(session.body);
     },
   });
@@ -38,7 +30,7 @@ export function registerAuthRoutes(app: HttpServer, service: AuthService, option
     schema: { tags: ['Auth'], summary: 'Log in and get a dashboard token', body: LoginBody, response: { 200: DashboardTokenSchema } },
     handler: async (request, reply) => {
       const session = await service.login(request.body, request.id);
-      setRefreshCookie(reply, session);
+      setCookie(reply, session);
       return session.body;
     },
   });
@@ -48,7 +40,7 @@ export function registerAuthRoutes(app: HttpServer, service: AuthService, option
     schema: { tags: ['Auth'], summary: 'Renew the dashboard token with the refresh cookie', response: { 200: DashboardTokenSchema } },
     handler: async (request, reply) => {
       const session = await service.refresh(request.cookies[REFRESH_COOKIE]);
-      setRefreshCookie(reply, session);
+      setCookie(reply, session);
       return session.body;
     },
   });

@@ -121,6 +121,15 @@ export function createAuthService(deps: AuthServiceDeps) {
   }
 
   return {
+    /**
+     * Opens a dashboard session for a member who has just joined (an accepted invite), in the
+     * caller's transaction: the answer of a sign-in, without a password check. The organization is
+     * read by the caller before its transaction (SQLite has one connection to share).
+     */
+    openSessionFor(trx: Trx, member: Member, organization: Organization): Promise<IssuedSession> {
+      return openSession(trx, member, organization);
+    },
+
     async signup(input: SignupInput, requestId: string): Promise<IssuedSession> {
       const passwordHash = await hashPassword(input.password);
       return db.transaction().execute(async (trx) => {

@@ -84,6 +84,42 @@ export function createMembersService(deps: { db: Db; store: MembersStore; clock:
       return toMember({ ...member, email, name: input.name });
     },
 
+    /**
+     * Makes an existing person a member of another organization, in the caller's transaction (an
+     * accepted invite). A person is a member of an organization once: a second time is a conflict.
+     */
+    async addMember(trx: Trx, input: { organizationId: string; userId: string; role: Role }): Promise<Member> {
+      const now = clock.now();
+      const timestamp = now.toISOString();
+      const member = {
+        id: newId('member', now.getTime()),
+        organization_id: input.organizationId,
+        user_id: input.userId,
+        role: input.role,
+        created_at: timestamp,
+        updated_at: timestamp,
+      };
+      try {
+        await store.insertMember(trx, member);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppError('resource_exists', 'This person is already a member of the organization.');
+        throw error;
+      }
+      const row = await store.find(trx, input.organizationId, member.id);
+      return toMember(row!);
+    },
+
+    /** The member of `organizationId` with this email, if that person belongs to it. */
+    async findByEmail(executor: Db, organizationId: string, email: string): Promise<Member | undefined> {
+      const row = await store.findByEmail(executor, organizationId, normaliseEmail(email));
+      return row ? toMember(row) : undefined;
+    },
+
+    /** The person behind a member (their user id), for checks across organizations. */
+    async userIdOf(executor: Db, organizationId: string, id: string): Promise<string | undefined> {
+      return (await store.find(executor, organizationId, id))?.user_id;
+    },
+
     /** The person behind an email, with their password hash: for logging in only. */
     findUserByEmail(email: string): Promise<UsersTable | undefined> {
       return store.findUserByEmail(db, normaliseEmail(email));

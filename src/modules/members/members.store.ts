@@ -45,6 +45,9 @@ export function createMembersStore() {
     find(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {
       return byId.first(db, { organizationId, id });
     },
+    findByEmail(db: Db, organizationId: string, email: string): Promise<MemberRow | undefined> {
+      return joined(db).where('members.organization_id', '=', organizationId).where('users.email', '=', email).executeTakeFirst();
+    },
     /** The user's memberships, oldest first. */
     listForUser(db: Db, userId: string): Promise<MemberRow[]> {
       return joined(db).where('members.user_id', '=', userId).orderBy('members.id', 'asc').execute();
