@@ -106,7 +106,7 @@ export async function addMember(
   server: TestServer,
   organizationId: string,
   role: 'owner' | 'admin' | 'agent' | 'viewer',
-): Promise<{ token: string; memberId: string }> {
+): Promise<{ token: string; memberId: string; refreshCookie: string; email: string; password: string }> {
   const email = `${role}-${randomBytes(4).toString('hex')}@example.com`;
   const password = 'correct horse battery staple';
   const { hashPassword } = await import('../src/lib/crypto.ts');
@@ -116,7 +116,8 @@ export async function addMember(
     .execute((trx) => server.app.services.members.createUserAndMember(trx, { email, name: null, passwordHash, organizationId, role }));
   const login = await server.request('POST', '/auth/login', { body: { email, password } });
   assert.equal(login.status, 200, login.text);
-  return { token: login.body.token, memberId: member.id };
+  const cookie = login.headers.getSetCookie().find((c) => c.startsWith('refresh_token='))!;
+  return { token: login.body.token, memberId: member.id, refreshCookie: cookie.split(';')[0]!, email, password };
 }
 
 /** A listening server with two organizations, for suites proving that one never reaches the other; closed when `scope` ends. */

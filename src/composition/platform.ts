@@ -18,7 +18,16 @@ export function buildPlatform(core: Core) {
   const { isUniqueViolation } = store.dialect;
   const audit = createAuditEventsModule({ db, clock });
   const organizations = createOrganizationsModule({ db, clock });
-  const members = createMembersModule({ db, clock, isUniqueViolation });
+  // Mail reads the owners' addresses from members, and members mail about ownership: the one cycle
+  // of this area, closed by a function that runs only after both exist.
+  const members: ReturnType<typeof createMembersModule> = createMembersModule({
+    db,
+    clock,
+    isUniqueViolation,
+    audit: audit.service,
+    mail: { queue: (trx, outgoing) => mail.service.queue(trx, outgoing) },
+    publicBaseUrl: config.publicBaseUrl,
+  });
   const auth = createAuthModule({
     db,
     clock,

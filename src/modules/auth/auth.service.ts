@@ -130,6 +130,15 @@ export function createAuthService(deps: AuthServiceDeps) {
       return openSession(trx, member, organization);
     },
 
+    /**
+     * A member leaves: their sessions go with their row (on delete cascade), and are forgotten here at
+     * once, so that their tokens are unknown from the next request on (other processes: within
+     * SESSION_CACHE_TTL_MS, until which the member lookup refuses them as removed).
+     */
+    async forgetSessionsOf(trx: Trx, member: Member): Promise<void> {
+      for (const id of await store.sessionIdsOf(trx, member.id)) sessions.forget(id);
+    },
+
     async signup(input: SignupInput, requestId: string): Promise<IssuedSession> {
       const passwordHash = await hashPassword(input.password);
       return db.transaction().execute(async (trx) => {
@@ -239,7 +248,7 @@ export function createAuthService(deps: AuthServiceDeps) {
       // members module changes it), so that a role change or removal takes effect at once.
       const member = await members.findForCredential(session.organization_id, session.member_id);
       if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
-      return principalFor(member, session.id);
+      return principalFor(member, session.id, session.created_at);
     },
   };
 }
@@ -252,8 +261,9 @@ const ROLE_SCOPE_SETS: Record<Role, ReadonlySet<Scope>> = {
   viewer: new Set(ROLE_SCOPES.viewer),
 };
 
-function principalFor(member: Member, sessionId: string): Principal {
+function principalFor(member: Member, sessionId: string, signedInAt?: string): Principal {
   return {
+    ...(signedInAt === undefined ? {} : { signedInAt }),
     kind: 'dashboard_token',
     credentialId: sessionId,
     organizationId: member.organization_id,

@@ -36,6 +36,9 @@ export function createAuthStore() {
         .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     },
+    async sessionIdsOf(db: Db, memberId: string): Promise<string[]> {
+      return (await db.selectFrom('dashboard_sessions').select('id').where('member_id', '=', memberId).execute()).map((row) => row.id);
+    },
     async revoke(db: Db, id: string, at: string): Promise<void> {
       await db.updateTable('dashboard_sessions').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
     },

@@ -247,6 +247,11 @@ export function createConversationLocksService(deps: ConversationLocksServiceDep
       if (held) await end(trx, held, 'released');
     },
 
+    /** A member leaves: their leases end (`released`, announced) in the removal's transaction, not at their deadlines. */
+    async releaseAllOf(trx: Trx, memberId: string, organizationId: string): Promise<void> {
+      for (const row of await store.lockHeldBy(trx, organizationId, memberId)) await end(trx, row, 'released');
+    },
+
     /** Ends the caller's lease (`released`). */
     async release(principal: Principal, conversationId: string): Promise<ConversationLock> {
       return db.transaction().execute(async (trx) => toLock(await end(trx, await heldBy(trx, principal, conversationId), 'released')));

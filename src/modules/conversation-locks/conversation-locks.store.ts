@@ -27,6 +27,17 @@ const lockHeld = compileOnce((db, p: { conversationId: string }, dialect) =>
   dialect.lockRows(db.selectFrom('conversation_locks').selectAll().where('conversation_id', '=', p.conversationId).where('status', '=', HELD)),
 );
 const lockById = compileOnce((db, p: { id: string }, dialect) => dialect.lockRows(db.selectFrom('conversation_locks').selectAll().where('id', '=', p.id)));
+const lockHeldBy = compileOnce((db, p: { organizationId: string; memberId: string }, dialect) =>
+  dialect.lockRows(
+    db
+      .selectFrom('conversation_locks')
+      .selectAll()
+      .where('organization_id', '=', p.organizationId)
+      .where('holder_member_id', '=', p.memberId)
+      .where('status', '=', HELD)
+      .orderBy('id'),
+  ),
+);
 
 export function createConversationLocksStore() {
   return {
@@ -37,6 +48,10 @@ export function createConversationLocksStore() {
     /** As `findHeld`, locked. A lease ended while this waited for its lock is not returned: PostgreSQL re-reads the row. */
     lockHeld(db: Db, conversationId: string): Promise<ConversationLocksTable | undefined> {
       return lockHeld.first(db, { conversationId });
+    },
+    /** Every `held` lease of a member, locked. */
+    lockHeldBy(db: Db, organizationId: string, memberId: string): Promise<ConversationLocksTable[]> {
+      return lockHeldBy.all(db, { organizationId, memberId });
     },
     lockById(db: Db, id: string): Promise<ConversationLocksTable | undefined> {
       return lockById.first(db, { id });

@@ -6,18 +6,23 @@
  * the send pipeline makes (`assertMaySend`) so that nobody but the holder writes into a locked one.
  */
 import type { ConversationsService } from '../conversations/index.ts';
+import type { MembersService } from '../members/index.ts';
 import type { Module } from '../module.ts';
 import { conversationLocksJobs } from './conversation-locks.job.ts';
 import { registerConversationLocksRoutes } from './conversation-locks.routes.ts';
 import { createConversationLocksService, type ConversationLocksService, type ConversationLocksServiceDeps } from './conversation-locks.service.ts';
 import { createConversationLocksStore } from './conversation-locks.store.ts';
 
-/** A lease on a conversation that a merge folds away ends with it. */
+/** A lease on a conversation that a merge folds away ends with it, and so do the leases of a member who leaves. */
 export function createConversationLocksModule(
-  deps: Omit<ConversationLocksServiceDeps, 'store' | 'conversations'> & { conversations: Pick<ConversationsService, 'getForReference' | 'onFold'> },
+  deps: Omit<ConversationLocksServiceDeps, 'store' | 'conversations' | 'members'> & {
+    conversations: Pick<ConversationsService, 'getForReference' | 'onFold'>;
+    members: Pick<MembersService, 'find' | 'onRemoved'>;
+  },
 ): Module<ConversationLocksService> {
   const service = createConversationLocksService({ ...deps, store: createConversationLocksStore() });
   deps.conversations.onFold((trx, from) => service.endWithConversation(trx, from));
+  deps.members.onRemoved((trx, member) => service.releaseAllOf(trx, member.id, member.organization_id));
   return {
     name: 'conversation-locks',
     service,

@@ -10,7 +10,7 @@ import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { mergeMetadata, METADATA_MAX_KEYS } from '../../lib/metadata.ts';
 import { connectionScopeOf, type Principal } from '../credentials/principal.ts';
-import type { MembersService } from '../members/index.ts';
+import type { Member, MembersService } from '../members/index.ts';
 import {
   MAX_TAGS,
   type AddTagsInput,
@@ -371,6 +371,11 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
     /** Registers what a module moves when a merge folds one conversation into another (see `mergeContact`). */
     onFold(listener: FoldListener): void {
       foldListeners.push(listener);
+    },
+
+    /** A member leaves: what was assigned to them is nobody's (`conversation.updated` for each), in the removal's transaction. */
+    async unassignMember(trx: Trx, member: Pick<Member, 'id' | 'organization_id'>): Promise<void> {
+      for (const row of await store.lockAssignedTo(trx, member.organization_id, member.id)) await apply(trx, row, { assignee_id: null });
     },
 
     /**

@@ -37,6 +37,11 @@ const lockById = compileOnce((db, p: { id: string }, dialect) => dialect.lockRow
 const lockOfContacts = compileOnce((db, p: { contactIds: readonly string[] }, dialect) =>
   dialect.lockRows(db.selectFrom('conversations').selectAll().where('contact_id', 'in', p.contactIds)),
 );
+const lockAssignedTo = compileOnce((db, p: { organizationId: string; memberId: string }, dialect) =>
+  dialect.lockRows(
+    db.selectFrom('conversations').selectAll().where('organization_id', '=', p.organizationId).where('assignee_id', '=', p.memberId).orderBy('id'),
+  ),
+);
 const findLatestInbound = compileOnce((db, p: { scope: ConnectionScope; contactId: string }) =>
   visible(db, p.scope)
     .where('conversations.contact_id', '=', p.contactId)
@@ -103,6 +108,10 @@ export function createConversationsStore() {
     },
     lockById(db: Db, id: string): Promise<ConversationsTable | undefined> {
       return lockById.first(db, { id });
+    },
+    /** Every conversation assigned to a member, locked. */
+    lockAssignedTo(db: Db, organizationId: string, memberId: string): Promise<ConversationsTable[]> {
+      return lockAssignedTo.all(db, { organizationId, memberId });
     },
     /** Every conversation of these contacts, locked. */
     lockOfContacts(db: Db, contactIds: readonly string[]): Promise<ConversationsTable[]> {

@@ -8,6 +8,7 @@
  */
 import type { HttpServer } from '../../http/server.ts';
 import { conversationWindowExpiring } from '../../jobs/catalog.ts';
+import type { MembersService } from '../members/index.ts';
 import { handleJob, type Module } from '../module.ts';
 import type { ConversationRelations } from './conversation-relations.ts';
 import { registerConversationsRoutes } from './conversations.routes.ts';
@@ -18,8 +19,9 @@ import { createConversationsStore } from './conversations.store.ts';
  * Contacts and messages are built on conversations (every message files into one), yet the
  * endpoints embed them (`expand`): the endpoints join once both exist.
  */
-export function createConversationsModule(deps: Omit<ConversationsServiceDeps, 'store'>) {
+export function createConversationsModule(deps: Omit<ConversationsServiceDeps, 'store'> & { members: Pick<MembersService, 'find' | 'onRemoved'> }) {
   const service = createConversationsService({ ...deps, store: createConversationsStore() });
+  deps.members.onRemoved((trx, member) => service.unassignMember(trx, member));
   const module: Module<ConversationsService> = {
     name: 'conversations',
     service,

@@ -15,6 +15,8 @@ export interface Principal {
   /** Connection keys only: the one connection they grant. */
   readonly connectionId: string | null;
   readonly scopes: ReadonlySet<Scope>;
+  /** Dashboard tokens only: when the person last proved who they are with their password (the session's start). */
+  readonly signedInAt?: string;
 }
 
 /** What a service needs to know about the caller to authorise and audit a change. */

@@ -22,6 +22,11 @@ const byId = compileOnce((db, p: { organizationId: string; id: string }) =>
   joined(db).where('members.organization_id', '=', p.organizationId).where('members.id', '=', p.id),
 );
 
+// Holds the user's row too (the inner join): nothing else writes a user while its membership changes.
+const lockById = compileOnce((db, p: { organizationId: string; id: string }, dialect) =>
+  dialect.lockRows(joined(db).where('members.organization_id', '=', p.organizationId).where('members.id', '=', p.id)),
+);
+
 export function createMembersStore() {
   return {
     async insertUser(db: Db, row: UsersTable): Promise<void> {
@@ -44,6 +49,16 @@ export function createMembersStore() {
     },
     find(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {
       return byId.first(db, { organizationId, id });
+    },
+    /** As `find`, the member's row held until the transaction ends (`dialect.lockRows`). */
+    lock(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {
+      return lockById.first(db, { organizationId, id });
+    },
+    async deleteMember(db: Db, organizationId: string, id: string): Promise<void> {
+      await db.deleteFrom('members').where('organization_id', '=', organizationId).where('id', '=', id).execute();
+    },
+    findUser(db: Db, id: string): Promise<UsersTable | undefined> {
+      return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
     },
     findByEmail(db: Db, organizationId: string, email: string): Promise<MemberRow | undefined> {
       return joined(db).where('members.organization_id', '=', organizationId).where('users.email', '=', email).executeTakeFirst();
