@@ -37,7 +37,7 @@ export interface AuthServiceDeps {
   store: AuthStore;
   clock: Clock;
   organizations: Pick<OrganizationsService, 'create' | 'get'>;
-  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findForCredential' | 'findUserByEmail' | 'listMembershipsOfUser'>;
+  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findUserByEmail' | 'listMembershipsOfUser'>;
   audit: Pick<AuditEventsService, 'record'>;
 }
 
@@ -244,9 +244,9 @@ export function createAuthService(deps: AuthServiceDeps) {
       if (session.access_expires_at <= clock.now().toISOString()) {
         throw new AppError('credential_expired', 'The dashboard token has expired; renew it with POST /auth/refresh.');
       }
-      // The member is read for every request (remembered for a second, forgotten at once when the
-      // members module changes it), so that a role change or removal takes effect at once.
-      const member = await members.findForCredential(session.organization_id, session.member_id);
+      // The member is read for every request (never remembered), so that a role change or a removal
+      // binds the very next request.
+      const member = await members.find(session.organization_id, session.member_id);
       if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
       return principalFor(member, session.id, session.created_at);
     },

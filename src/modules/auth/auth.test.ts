@@ -122,7 +122,7 @@ describe('auth: sign-up, login, refresh, logout', () => {
     });
   });
 
-  describe('sessions and members remembered for a second', () => {
+  describe('sessions remembered for a second, members read on every request', () => {
     const setRole = (on: TestServer, organizationId: string, memberId: string, role: 'admin' | 'agent' | 'viewer') =>
       on.app.store.db.transaction().execute((trx) => on.app.services.members.setRole(trx, organizationId, memberId, role));
 
@@ -137,14 +137,16 @@ describe('auth: sign-up, login, refresh, logout', () => {
       assert.ok(!identity.body.scopes.includes('keys:write'));
     });
 
-    it('a role changed by another process takes effect there within a second', async (t) => {
+    it('a role change or a removal made by another process binds the member’s very next request there too', async (t) => {
       const other = await startServer(t, { shareStore: server.testStore, clock: server.clock });
       const owner = await signUp(server);
       const admin = await addMember(server, owner.organizationId, 'admin');
       assert.equal((await other.request('GET', '/v1/members', { token: admin.token })).status, 200);
       await setRole(server, owner.organizationId, admin.memberId, 'agent');
-      server.clock.advance(SESSION_CACHE_TTL_MS);
       assertError(await other.request('GET', '/v1/members', { token: admin.token }), 403, 'role_insufficient');
+      assert.equal((await other.request('GET', '/v1/identity', { token: admin.token })).status, 200);
+      assert.equal((await server.request('DELETE', `/v1/members/${admin.memberId}`, { token: owner.token })).status, 200);
+      assertError(await other.request('GET', '/v1/identity', { token: admin.token }), 401, 'credential_revoked');
     });
 
     it('refreshing stops the old dashboard token at once', async () => {

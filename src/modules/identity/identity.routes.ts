@@ -29,7 +29,7 @@ function scopeList(scopes: ReadonlySet<Scope>): Scope[] {
 
 export function registerIdentityRoutes(
   app: HttpServer,
-  deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'findForCredential'> },
+  deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'find'> },
 ): void {
   app.get('/v1/identity', {
     config: { access: { scope: null } },
@@ -38,7 +38,7 @@ export function registerIdentityRoutes(
       const principal = requirePrincipal(request);
       const organization = await deps.organizations.get(principal.organizationId);
       // The member authentication has just read (remembered for a second): no second read.
-      const member = principal.memberId ? ((await deps.members.findForCredential(principal.organizationId, principal.memberId)) ?? null) : null;
+      const member = principal.memberId ? ((await deps.members.find(principal.organizationId, principal.memberId)) ?? null) : null;
       return {
         object: 'identity' as const,
         organization,

@@ -4,6 +4,6 @@ import type { MembersService } from '../members/index.ts';
 import type { OrganizationsService } from '../organizations/index.ts';
 import { registerIdentityRoutes } from './identity.routes.ts';
 
-export function createIdentityModule(deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'findForCredential'> }): Module {
+export function createIdentityModule(deps: { organizations: Pick<OrganizationsService, 'get'>; members: Pick<MembersService, 'find'> }): Module {
   return { name: 'identity', service: undefined, routes: (server) => registerIdentityRoutes(server, deps) };
 }

@@ -5,7 +5,6 @@ import { MINUTE, type Clock } from '../../lib/clock.ts';
 import { verifyPassword } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { RecentReads } from '../../lib/recent-reads.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { Role } from '../credentials/scopes.schemas.ts';
@@ -30,14 +29,6 @@ function toMember(row: MemberRow): Member {
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
-
-/**
- * The member behind a dashboard token is read on every request; it is remembered for a second.
- * Every write of a member in this service forgets it at once, so a role change or a removal takes
- * effect on the member's next request here, and within a second in other processes.
- */
-export const MEMBER_CACHE_TTL_MS = 1000;
-const MEMBER_CACHE_MAX = 10_000;
 
 /** Higher outranks lower: an actor changes or removes only members below them, and grants only roles below their own. */
 const RANK: Readonly<Record<Role, number>> = { owner: 3, admin: 2, agent: 1, viewer: 0 };
@@ -65,18 +56,6 @@ export interface MembersServiceDeps {
 export function createMembersService(deps: MembersServiceDeps) {
   const { db, store, clock, isUniqueViolation, audit, mail } = deps;
   const removalListeners: MemberRemovalListener[] = [];
-  const recent = new RecentReads<Member>({ clock, ttlMs: MEMBER_CACHE_TTL_MS, maxEntries: MEMBER_CACHE_MAX });
-  const memberTags = (member: Member) => [member.id];
-  const findRecent = (organizationId: string, id: string) =>
-    recent.read(
-      `${organizationId}/${id}`,
-      async () => {
-        const row = await store.find(db, organizationId, id);
-        return row ? toMember(row) : undefined;
-      },
-      memberTags,
-    );
-
   /** The member the request acts on, held until the transaction ends; another organization's is not found. */
   async function lockMember(trx: Trx, organizationId: string, id: string): Promise<MemberRow> {
     const row = await store.lock(trx, organizationId, id);
@@ -182,7 +161,6 @@ export function createMembersService(deps: MembersServiceDeps) {
         for (const listener of removalListeners) await listener(trx, member);
         // Their dashboard sessions go with the row (on delete cascade).
         await store.deleteMember(trx, target.organization_id, target.id);
-        recent.forget(target.id);
         await audit.record(trx, actor, {
           action: leaving ? 'member.left' : 'member.removed',
           target: { type: 'member', id },
@@ -215,8 +193,6 @@ export function createMembersService(deps: MembersServiceDeps) {
         const now = clock.now().toISOString();
         await store.updateRole(trx, organizationId, current.id, 'admin', now);
         await store.updateRole(trx, organizationId, target.id, 'owner', now);
-        recent.forget(current.id);
-        recent.forget(target.id);
         await audit.record(trx, actor, {
           action: 'organization.ownership_transferred',
           target: { type: 'member', id: target.id },
@@ -323,27 +299,23 @@ export function createMembersService(deps: MembersServiceDeps) {
       return (await store.ownerEmails(executor, organizationId)).map((row) => row.email);
     },
 
-    /** `executor`: a caller's transaction, whose connection a read must share on SQLite. */
+    /**
+     * `executor`: a caller's transaction, whose connection a read must share on SQLite. Also the
+     * member a dashboard token acts as, read on every request and never remembered: a role change or
+     * a removal must bind the member's very next request in every process, which no per-process
+     * cache can promise.
+     */
     async find(organizationId: string, id: string, executor: Db = db): Promise<Member | undefined> {
       const row = await store.find(executor, organizationId, id);
       return row ? toMember(row) : undefined;
     },
 
     /**
-     * The member a credential acts as, for authenticating a request: possibly a second old when
-     * another process changed it (see MEMBER_CACHE_TTL_MS). Never inside a transaction.
-     */
-    findForCredential(organizationId: string, id: string): Promise<Member | undefined> {
-      return findRecent(organizationId, id);
-    },
-
-    /**
      * Sets a member's role, in the caller's transaction: the write a role change is made of (who
-     * may grant which role is the caller's rule). The member's cached record is forgotten at once.
+     * may grant which role is the caller's rule).
      */
     async setRole(trx: Trx, organizationId: string, id: string, role: Role): Promise<Member> {
       if (!(await store.updateRole(trx, organizationId, id, role, clock.now().toISOString()))) throw notFound('member');
-      recent.forget(id);
       const row = await store.find(trx, organizationId, id);
       if (!row) throw notFound('member');
       return toMember(row);
