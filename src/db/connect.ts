@@ -65,6 +65,10 @@ export function openStore(options: StoreOptions): Store {
     });
     // An idle client's error (the server restarting) must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
+    // Nor may a client's in use: pg emits its broken connection as an 'error' event besides failing
+    // its queries, and the pool listens only while a client is idle. The query's failure is what the
+    // holder handles; the pool discards the client when it comes back unqueryable.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     return storeOn(new PostgresDialect({ pool }), postgresDialect, options);
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { compileOnce } from './compiled-query.ts';
 import { isStoreReady } from './connect.ts';
 import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { rejectionOf } from '../../test/rejection.ts';
 import { waitFor } from '../../test/wait.ts';
 
 describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
@@ -116,4 +117,26 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const row = await db.selectFrom('organizations').select('name').where('id', '=', 'org_locked').executeTakeFirstOrThrow();
     assert.equal(row.name, 'xAB');
   });
+
+  it(
+    'a connection the database ends under an open transaction fails that transaction as unavailable, and the store carries on',
+    { skip: !usingPostgres && 'needs TEST_DATABASE_URL' },
+    async () => {
+      const { db, dialect } = testStore.store;
+      const failure = await rejectionOf(
+        db.transaction().execute(async (trx) => {
+          const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!;
+          await sql`select pg_terminate_backend(${pid})`.execute(db);
+          // Ended between two statements, as a request's transaction is while its handler works.
+          await waitFor(async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`.execute(db)).rows.length === 0, {
+            message: 'the backend to end',
+          });
+          await sql`select 1`.execute(trx);
+        }),
+      );
+      assert.ok(dialect.isUnavailable(failure), `not recognised as unavailable: ${String(failure)}`);
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db);
+      assert.equal(rows[0]!.one, 1);
+    },
+  );
 });
