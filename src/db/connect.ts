@@ -36,9 +36,17 @@ export interface StoreOptions {
   /** PostgreSQL schema to use (created if missing); tests give each run its own. */
   schema?: string;
   poolSize?: number;
+  /**
+   * How long a query waits for a connection (PostgreSQL), a new one or a turn on the pool's, before
+   * it fails as unavailable (503): a database that does not answer, a partition, or a pool
+   * overwhelmed. Default 5 s.
+   */
+  connectTimeoutMs?: number;
   /** Called once per query executed: lets tests prove that a page costs a fixed number of queries. */
   onQuery?: () => void;
 }
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -60,6 +68,9 @@ export function openStore(options: StoreOptions): Store {
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
+      // Without it, a connection the database never answers is waited for without end, and every
+      // request queued behind it with it.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       types: pgTypes,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     });

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
 import { before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { compileOnce } from './compiled-query.ts';
-import { isStoreReady } from './connect.ts';
+import { isStoreReady, openStore } from './connect.ts';
 import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { rejectionOf } from '../../test/rejection.ts';
 import { waitFor } from '../../test/wait.ts';
@@ -139,4 +140,23 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.equal(rows[0]!.one, 1);
     },
   );
+});
+
+describe('a PostgreSQL store whose database does not answer', () => {
+  it('fails a query as unavailable once the connect timeout has passed, rather than waiting for ever', { timeout: 10_000 }, async (t) => {
+    // A partition: connections are accepted and never answered.
+    const held = new Set<Socket>();
+    const blackHole = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    t.after(async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => blackHole.close(resolve));
+    });
+    const address = blackHole.address();
+    if (!address || typeof address === 'string') throw new Error('no port');
+    const store = openStore({ databaseUrl: `postgres://postgres@127.0.0.1:${address.port}/test`, connectTimeoutMs: 200 });
+    t.after(() => store.close());
+    const failure = await rejectionOf(sql`select 1`.execute(store.db));
+    assert.ok(store.dialect.isUnavailable(failure), `not recognised as unavailable: ${String(failure)}`);
+  });
 });
