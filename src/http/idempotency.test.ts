@@ -569,7 +569,10 @@ describe('idempotency route declarations and failures', () => {
             config: { access: { scope: null } },
             handler: async (_request, reply) => {
               const run = ++runs;
-              await scratch().insertInto('write_request_scratch').values({ id: `cut-off-${run}`, run }).execute();
+              await scratch()
+                .insertInto('write_request_scratch')
+                .values({ id: `cut-off-${run}`, run })
+                .execute();
               if (run === 1) {
                 const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(scratch())).rows[0]!;
                 await sql`select pg_terminate_backend(${pid})`.execute(outside);
