@@ -98,8 +98,14 @@ async function openTestStore(options: { onQuery?: (() => void) | undefined }): P
   return testStore;
 }
 
-function openAgain(shared: TestStore): { testStore: TestStore; close: () => Promise<void> } {
-  const store = openStore({ databaseUrl: process.env.TEST_DATABASE_URL, dataDir: shared.dataDir, schema: shared.schema, poolSize: 5 });
+function openAgain(shared: TestStore, database?: StartOptions['database']): { testStore: TestStore; close: () => Promise<void> } {
+  const store = openStore({
+    databaseUrl: database?.url ?? process.env.TEST_DATABASE_URL,
+    dataDir: shared.dataDir,
+    schema: shared.schema,
+    poolSize: 5,
+    ...(database?.connectTimeoutMs ? { connectTimeoutMs: database.connectTimeoutMs } : {}),
+  });
   const close = once(() => store.close());
   return { testStore: { ...shared, store, destroy: close }, close };
 }
@@ -135,6 +141,8 @@ export interface RequestOptions {
   /** Sent as-is, without JSON encoding (for malformed-body tests). */
   rawBody?: string;
   headers?: Record<string, string>;
+  /** Aborts the request: a test's bound on how long an answer may take to come (a hang check). */
+  signal?: AbortSignal;
 }
 
 export interface TestServer {
@@ -158,6 +166,13 @@ export interface StartOptions {
   shareStore?: TestStore;
   /** Counts the queries the server runs (see `expand`'s query budget). */
   onQuery?: () => void;
+  /**
+   * With `shareStore` on PostgreSQL: where the server's own pool connects instead of
+   * TEST_DATABASE_URL, the same database reached another way (through a proxy a test can cut) or
+   * under a name of its own (`application_name`, which finds its connections among other files'),
+   * and how long it waits for a connection.
+   */
+  database?: { url: string; connectTimeoutMs?: number };
 }
 
 /**
@@ -166,7 +181,9 @@ export interface StartOptions {
  */
 export async function startServer(scope: Scope, options: StartOptions = {}): Promise<TestServer> {
   const shared = options.shareStore;
-  const opened = shared ? openAgain(shared) : undefined;
+  // A fresh store is dropped through the server's own pool, which a cut proxy could not reach.
+  if (options.database && !(shared && usingPostgres)) throw new Error('database needs shareStore and TEST_DATABASE_URL');
+  const opened = shared ? openAgain(shared, options.database) : undefined;
   const testStore = opened?.testStore ?? (await openTestStore({ onQuery: options.onQuery }));
   let started: App | undefined;
   // Registered before anything can fail, so that a server which fails to start still cleans up.
@@ -203,7 +220,7 @@ export async function startServer(scope: Scope, options: StartOptions = {}): Pro
       body = JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const response = await fetch(url + requestPath, { method, headers, body });
+    const response = await fetch(url + requestPath, { method, headers, body, signal: opts.signal ?? null });
     const text = await response.text();
     let parsed: unknown = undefined;
     if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

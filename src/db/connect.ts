@@ -36,9 +36,17 @@ export interface StoreOptions {
   /** PostgreSQL schema to use (created if missing); tests give each run its own. */
   schema?: string;
   poolSize?: number;
+  /**
+   * How long a query waits for a connection (PostgreSQL), a new one or a turn on the pool's, before
+   * it fails as unavailable (503): a database that does not answer, a partition, or a pool
+   * overwhelmed. Default 5 s.
+   */
+  connectTimeoutMs?: number;
   /** Called once per query executed: lets tests prove that a page costs a fixed number of queries. */
   onQuery?: () => void;
 }
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -60,11 +68,18 @@ export function openStore(options: StoreOptions): Store {
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
+      // Without it, a connection the database never answers is waited for without end, and every
+      // request queued behind it with it.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       types: pgTypes,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     });
     // An idle client's error (the server restarting) must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
+    // Nor may a client's in use: pg emits its broken connection as an 'error' event besides failing
+    // its queries, and the pool listens only while a client is idle. The query's failure is what the
+    // holder handles; the pool discards the client when it comes back unqueryable.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     return storeOn(new PostgresDialect({ pool }), postgresDialect, options);
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');

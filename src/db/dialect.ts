@@ -62,7 +62,9 @@ export const postgresDialect: Dialect = {
     // SQLSTATE class 08 is connection exceptions; 57P0x is the server shutting down or starting up;
     // 53300 is too many connections.
     if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P0') || code === '53300' || NETWORK_CODES.has(code))) return true;
-    return DESTROYED.test(errorMessage(error)) || /Connection terminated|timeout exceeded when trying to connect/i.test(errorMessage(error));
+    // node-postgres's own words: a connection that broke (under a query, or before the next one of a
+    // transaction that held it), or no connection to be had in time.
+    return DESTROYED.test(errorMessage(error)) || /Connection terminated|is not queryable|timeout exceeded when trying to connect/i.test(errorMessage(error));
   },
 };
 

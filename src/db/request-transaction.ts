@@ -75,11 +75,16 @@ export class RequestTransaction implements ScopedTransaction {
     });
   }
 
-  /** Rolls back and lets the connection go; a second call, or one after a failed commit, does nothing. */
+  /**
+   * Rolls back and lets the connection go; a second call, or one after a failed commit, does nothing.
+   * It never throws: it runs where a request has already failed, and a rollback that fails leaves
+   * nothing to undo, since the connection broke (the server ends a transaction whose connection it
+   * lost) and the driver discards it rather than lend it again.
+   */
   async rollback(): Promise<void> {
     if (!this.isOpen) return;
     this.#state = 'rolled back';
-    await this.#driver.rollback(this);
+    await this.#driver.rollback(this).catch(() => undefined);
   }
 
   /** A service's own `db.transaction()` inside the request: a savepoint, so that it stays all-or-nothing. */

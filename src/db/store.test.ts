@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
 import { before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { compileOnce } from './compiled-query.ts';
-import { isStoreReady } from './connect.ts';
+import { isStoreReady, openStore } from './connect.ts';
 import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
+import { rejectionOf } from '../../test/rejection.ts';
 import { waitFor } from '../../test/wait.ts';
 
 describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
@@ -115,5 +117,46 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     await second;
     const row = await db.selectFrom('organizations').select('name').where('id', '=', 'org_locked').executeTakeFirstOrThrow();
     assert.equal(row.name, 'xAB');
+  });
+
+  it(
+    'a connection the database ends under an open transaction fails that transaction as unavailable, and the store carries on',
+    { skip: !usingPostgres && 'needs TEST_DATABASE_URL' },
+    async () => {
+      const { db, dialect } = testStore.store;
+      const failure = await rejectionOf(
+        db.transaction().execute(async (trx) => {
+          const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!;
+          await sql`select pg_terminate_backend(${pid})`.execute(db);
+          // Ended between two statements, as a request's transaction is while its handler works.
+          await waitFor(async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`.execute(db)).rows.length === 0, {
+            message: 'the backend to end',
+          });
+          await sql`select 1`.execute(trx);
+        }),
+      );
+      assert.ok(dialect.isUnavailable(failure), `not recognised as unavailable: ${String(failure)}`);
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db);
+      assert.equal(rows[0]!.one, 1);
+    },
+  );
+});
+
+describe('a PostgreSQL store whose database does not answer', () => {
+  it('fails a query as unavailable once the connect timeout has passed, rather than waiting for ever', { timeout: 10_000 }, async (t) => {
+    // A partition: connections are accepted and never answered.
+    const held = new Set<Socket>();
+    const blackHole = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    t.after(async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => blackHole.close(resolve));
+    });
+    const address = blackHole.address();
+    if (!address || typeof address === 'string') throw new Error('no port');
+    const store = openStore({ databaseUrl: `postgres://postgres@127.0.0.1:${address.port}/test`, connectTimeoutMs: 200 });
+    t.after(() => store.close());
+    const failure = await rejectionOf(sql`select 1`.execute(store.db));
+    assert.ok(store.dialect.isUnavailable(failure), `not recognised as unavailable: ${String(failure)}`);
   });
 });

@@ -12,7 +12,17 @@ import { createIdempotencyKeysModule } from '../modules/idempotency-keys/index.t
 import { registerAccessControl } from './access.ts';
 import { registerWriteRequests } from './write-requests.ts';
 import { createHttpServer, type HttpServer } from './server.ts';
-import { createTestStore, startServer, suiteScope, usingPostgres, type ApiResponse, type Scope, type TestServer, type TestStore } from '../../test/harness.ts';
+import {
+  connectAgain,
+  createTestStore,
+  startServer,
+  suiteScope,
+  usingPostgres,
+  type ApiResponse,
+  type Scope,
+  type TestServer,
+  type TestStore,
+} from '../../test/harness.ts';
 import { waitFor } from '../../test/wait.ts';
 import { assertError, createKey, signUp } from '../../test/factories.ts';
 
@@ -325,7 +335,12 @@ describe('idempotency route declarations and failures', () => {
 
   /** The bare server, closed when `scope` ends. */
   async function bareServer(scope: Scope, register: (app: HttpServer) => void) {
-    const app = createHttpServer({ publicBaseUrl: 'http://localhost:3000', logLevel: 'silent', trustProxy: false });
+    const app = createHttpServer({
+      publicBaseUrl: 'http://localhost:3000',
+      logLevel: 'silent',
+      trustProxy: false,
+      isUnavailable: testStore.store.dialect.isUnavailable,
+    });
     scope.after(() => app.close());
     registerAccessControl(app, async (bearer) => {
       if (bearer !== 'good') throw new AppError('credential_invalid');
@@ -542,6 +557,45 @@ describe('idempotency route declarations and failures', () => {
         "the other execution's work rolled back",
       );
     });
+
+    it(
+      'a request whose connection the database ends answers 503 in the envelope, keeps nothing, and leaves its key free',
+      { skip: !usingPostgres && 'needs TEST_DATABASE_URL' },
+      async (t) => {
+        const outside = connectAgain(t, testStore).store.db;
+        let runs = 0;
+        const bare = await bareServer(t, (app) => {
+          app.post('/v1/cut-off', {
+            config: { access: { scope: null } },
+            handler: async (_request, reply) => {
+              const run = ++runs;
+              await scratch()
+                .insertInto('write_request_scratch')
+                .values({ id: `cut-off-${run}`, run })
+                .execute();
+              if (run === 1) {
+                const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(scratch())).rows[0]!;
+                await sql`select pg_terminate_backend(${pid})`.execute(outside);
+                await waitFor(async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`.execute(outside)).rows.length === 0, {
+                  message: "the request's backend to end",
+                });
+                // The request's next statement finds its connection gone; the rollback after it, too.
+                await scratch().insertInto('write_request_scratch').values({ id: 'cut-off-never', run }).execute();
+              }
+              return reply.code(201).send({ run });
+            },
+          });
+        });
+        const key = newKey();
+        const failed = await bare.post('/v1/cut-off', key);
+        assert.equal(assertError(failed, 503, 'service_unavailable').retryable, true);
+        assert.deepEqual(await rowsOf('cut-off-1'), []);
+        const retry = await bare.post('/v1/cut-off', key);
+        assert.equal(retry.status, 201, retry.text);
+        assert.ok(!isReplay(retry));
+        assert.deepEqual(await rowsOf('cut-off-2'), [2]);
+      },
+    );
 
     it('a write route that calls out without declaring waitsOnNetwork fails, and one that declares it works', async (t) => {
       const bare = await bareServer(t, (app) => {
