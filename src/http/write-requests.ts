@@ -144,10 +144,17 @@ export function registerWriteRequests<Claim>(
     return undefined;
   }
 
-  /** Replaces an answer whose commit failed: nothing of the request was kept, so the client may retry. */
+  /**
+   * Replaces an answer whose commit failed. Usually nothing of the request was kept; a connection that
+   * broke during the commit leaves it unknown. A retry with the same key is right either way.
+   */
   function failedCommit(request: FastifyRequest, reply: FastifyReply, error: unknown): string {
-    request.log.error({ err: error }, 'the request transaction could not commit; rolled back');
-    const failure = new AppError('service_unavailable', 'The request could not be committed and nothing of it was kept; retry it.', { cause: error });
+    request.log.error({ err: error }, 'the request transaction could not commit, or its commit was not confirmed');
+    const failure = new AppError(
+      'service_unavailable',
+      'The request failed to commit, or its commit was not confirmed; retry it with the same Idempotency-Key, which does it exactly once either way.',
+      { cause: error },
+    );
     reply.code(failure.status).header('retry-after', '1').type('application/json; charset=utf-8');
     return JSON.stringify(errorBody(failure, request.id, publicBaseUrl));
   }
