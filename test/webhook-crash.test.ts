@@ -28,6 +28,7 @@ describe('webhook delivery when a worker process crashes', () => {
   let server: TestServer;
   let receiver: Receiver;
   let endpoint: { id: string; secret: string };
+  let apiKey: string;
 
   const suite = suiteScope();
   before(async () => {
@@ -35,7 +36,7 @@ describe('webhook delivery when a worker process crashes', () => {
     // default manual clock could lie in their future.
     server = await startServer(suite, { clock: new ManualClock(Date.now()) });
     const owner = await signUp(server);
-    const apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
+    apiKey = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
     receiver = await startReceiver(suite);
     const created = await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created'] } });
     assert.equal(created.status, 201, created.text);
@@ -139,6 +140,36 @@ describe('webhook delivery when a worker process crashes', () => {
     // The dead worker's claims count as attempts, so each job it held was taken again after its lease.
     const attempts = new Map(succeeded.map((job) => [job.id, job.attempts]));
     for (const job of stranded) assert.ok(attempts.get(job.id)! >= 2, `job ${job.id} was never taken again`);
+
+    // The history tells the truth about the crash: no attempt is left pending, each attempt a job
+    // counted is there once, the last one succeeded, and the one the dead worker held failed with
+    // worker_lost.
+    const pending = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?status=pending`, { token: apiKey });
+    assert.equal(pending.status, 200, pending.text);
+    assert.deepEqual(pending.body.data, [], 'attempts are still pending after the recovery');
+    const history = await server.app.store.db
+      .selectFrom('webhook_deliveries')
+      .select(['event_id', 'attempt', 'status', 'error'])
+      .where('endpoint_id', '=', endpoint.id)
+      .orderBy('attempt')
+      .execute();
+    const attemptsOf = Map.groupBy(history, (row) => row.event_id);
+    const jobs = await server.app.store.db.selectFrom('jobs').select(['id', 'payload', 'attempts']).where('name', '=', webhookDelivery.name).execute();
+    const recordedFor = (job: { payload: string }) => attemptsOf.get((JSON.parse(job.payload) as { event_id: string }).event_id) ?? [];
+    for (const job of jobs) {
+      const recorded = recordedFor(job);
+      assert.deepEqual(
+        recorded.map((row) => row.attempt),
+        Array.from({ length: job.attempts }, (_, i) => i + 1),
+        `the attempts of job ${job.id}`,
+      );
+      assert.equal(recorded.at(-1)!.status, 'succeeded', `the last attempt of job ${job.id}`);
+    }
+    const jobById = new Map(jobs.map((job) => [job.id, job]));
+    for (const { id, attempts } of stranded) {
+      const lost = recordedFor(jobById.get(id)!)[attempts - 1]!;
+      assert.deepEqual({ status: lost.status, error: lost.error }, { status: 'failed', error: 'worker_lost' }, `the lost attempt of job ${id}`);
+    }
     t.diagnostic(
       `killed at ${killedAt} ms after ${beforeKill} events with ${stranded.length} jobs mid-flight; ` +
         `all delivered at ${doneAt} ms with ${receiver.received.length - EVENTS} duplicates`,

@@ -67,7 +67,12 @@ export const WebhookDeliverySchema = Type.Object({
   status: Type.Enum(DELIVERY_STATUSES),
   response_status: Nullable(Type.Integer({ description: "The receiver's HTTP status code, when it answered." })),
   response_excerpt: Nullable(Type.String({ description: "The start of the receiver's answer (at most 1,000 characters)." })),
-  error: Nullable(Type.String({ description: 'Why no answer was received: timeout, connection_refused, address_not_allowed, ...' })),
+  error: Nullable(
+    Type.String({
+      description:
+        'Why no answer was received: timeout, connection_refused, address_not_allowed, ...; worker_lost when the worker making the attempt stopped mid-way, so its outcome is unknown.',
+    }),
+  ),
   duration_ms: Nullable(Type.Integer()),
   next_retry_at: Nullable(Timestamp),
   created_at: Timestamp,

@@ -464,13 +464,14 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       context: Pick<JobContext, 'attempt' | 'maxAttempts' | 'previousAttemptLost' | 'inSettle'>,
     ): Promise<void> {
       const endpoint = await targetFor(payload.endpoint_id);
-      // Deleted or disabled since the event was emitted: nothing to send, nothing to retry.
-      if (!endpoint || endpoint.status !== 'enabled') return;
+      // Deleted since the event was emitted: nothing to send, and its history went with it.
+      if (!endpoint) return;
       const event = await envelopeFor(endpoint.organizationId, payload.event_id);
       if (!event) return;
       if (context.previousAttemptLost) {
         // The worker running the attempt before this one died mid-way, so nothing recorded it: the
-        // history still shows every attempt, with an outcome nobody knows.
+        // history still shows every attempt, with an outcome nobody knows. Recorded even when the
+        // endpoint was disabled since: that attempt was made while it was enabled.
         const at = clock.now().toISOString();
         const lost: WebhookDeliveriesTable = {
           id: newId('webhookDelivery', clock.now().getTime()),
@@ -491,6 +492,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         };
         context.inSettle((trx) => store.insertDelivery(trx, lost));
       }
+      // Disabled since the event was emitted: nothing to send, nothing to retry.
+      if (endpoint.status !== 'enabled') return;
       const retryAt = context.attempt < context.maxAttempts ? new Date(clock.now().getTime() + webhookDelivery.retry.delayMs(context.attempt)) : null;
       const target = { id: endpoint.id, organizationId: endpoint.organizationId, url: endpoint.url, secrets: targetSecrets(endpoint) };
       const { row, ok, result } = await attempt(target, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });

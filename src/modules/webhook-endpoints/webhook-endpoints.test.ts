@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
-import { before, beforeEach, describe, it } from 'node:test';
+import { before, beforeEach, describe, it, type TestContext } from 'node:test';
 import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { verifyWebhookSignature } from '../../events/webhook-signature.ts';
 import { EVENT_TYPE_NAMES } from '../../events/event-types.schemas.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
+import { webhookDelivery } from '../../jobs/catalog.ts';
+import { createWorker } from '../../jobs/worker.ts';
 import { ENDPOINT_CACHE_TTL_MS } from './webhook-endpoints.service.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
+import { waitFor } from '../../../test/wait.ts';
 import { assertError, createConnection, createKey, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+
+const silent = { error: () => undefined, warn: () => undefined };
 
 describe('webhook endpoints', () => {
   let server: TestServer;
@@ -294,23 +299,53 @@ describe('webhook endpoints', () => {
       await deliver();
       assert.equal(elsewhere.received.length, 1);
     });
+  });
 
-    it("an attempt whose worker was lost is in the history, as the attempt before its successor's", async () => {
+  describe('a worker lost mid-delivery', () => {
+    const LEASE_MS = MINUTE;
+    const history = async (endpointId: string) =>
+      (await server.request('GET', `/v1/webhook-endpoints/${endpointId}/deliveries?order=asc`, { token: apiKey })).body.data.map(
+        (d: { attempt: number; status: string; error: string | null }) => `${d.attempt}:${d.status}:${d.error}`,
+      );
+
+    /**
+     * A worker that claims the delivery and never finishes it: what a process killed mid-send leaves,
+     * its job running under a lease nobody will renew. Concurrency 1 keeps it from claiming again.
+     */
+    async function loseTheAttempt(t: TestContext): Promise<void> {
+      const { db, dialect } = server.app.store;
+      const lost = createWorker({ db, dialect, clock: server.clock, log: silent, leaseMs: LEASE_MS, concurrency: 1, catalog: [webhookDelivery] });
+      lost.register(webhookDelivery, () => new Promise<void>(() => undefined));
+      t.after(() => lost.stop(0));
+      lost.start();
+      await waitFor(
+        async () =>
+          (await db.selectFrom('jobs').select('id').where('name', '=', webhookDelivery.name).where('locked_by', '=', lost.id).executeTakeFirst()) !== undefined,
+        { message: 'the lost worker to claim the delivery' },
+      );
+    }
+
+    it('its attempt is closed as failed with worker_lost once the lease ends, before the attempt that succeeds', async (t) => {
       const endpoint = await createEndpoint();
       await emit('contact.created');
-      // What a worker that died mid-send leaves: its job running, the attempt counted, the lease over.
-      await server.app.store.db
-        .updateTable('jobs')
-        .set({ status: 'running', attempts: 1, locked_by: 'wrk_gone', locked_until: new Date(server.clock.now().getTime() - 1).toISOString() })
-        .where('name', '=', 'webhook.deliver')
-        .where('status', '=', 'queued')
-        .execute();
-      await deliver();
-      const deliveries = await server.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?order=asc`, { token: apiKey });
-      assert.deepEqual(
-        deliveries.body.data.map((d: { attempt: number; status: string; error: string | null }) => `${d.attempt}:${d.status}:${d.error}`),
-        ['1:failed:worker_lost', '2:succeeded:null'],
-      );
+      await loseTheAttempt(t);
+      assert.equal(await deliver(), 0, 'the lease still holds');
+      assert.deepEqual(await history(endpoint.id), []);
+      server.clock.advance(LEASE_MS + 1);
+      assert.equal(await deliver(), 1);
+      assert.equal(receiver.received.length, 1);
+      assert.deepEqual(await history(endpoint.id), ['1:failed:worker_lost', '2:succeeded:null']);
+    });
+
+    it('its attempt is closed even when the endpoint was disabled before the lease ended', async (t) => {
+      const endpoint = await createEndpoint();
+      await emit('contact.created');
+      await loseTheAttempt(t);
+      assert.equal((await server.request('PATCH', `/v1/webhook-endpoints/${endpoint.id}`, { token: apiKey, body: { status: 'disabled' } })).status, 200);
+      server.clock.advance(LEASE_MS + 1);
+      assert.equal(await deliver(), 1);
+      assert.equal(receiver.received.length, 0, 'a disabled endpoint gets no further attempt');
+      assert.deepEqual(await history(endpoint.id), ['1:failed:worker_lost']);
     });
   });
 

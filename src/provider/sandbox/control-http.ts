@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { bodyTooLargeMessage, discardRefusedBody, isBodyTooLarge } from './body-size.ts';
 
 /**
  * The HTTP conventions of the sandbox's own APIs (the control API, and any sandbox path that is
@@ -40,7 +41,7 @@ function toControlError(error: FastifyError | ControlError, request: FastifyRequ
   if (error instanceof ControlError) return error;
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
     return new ControlError(415, 'unsupported_content_type', 'Control endpoints take JSON bodies (Content-Type: application/json).');
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ControlError(413, 'body_too_large', 'The request body is too large.');
+  if (isBodyTooLarge(error)) return new ControlError(413, 'body_too_large', bodyTooLargeMessage(request));
   if ((error.statusCode ?? 500) < 500) return invalid(error.message);
   request.log.error({ err: error }, 'sandbox control handler failed');
   return new ControlError(500, 'internal_error', 'The sandbox failed to handle this control request.');
@@ -64,9 +65,10 @@ export function installControlConventions(app: FastifyInstance, notFoundHint: st
     }
   });
 
-  app.setErrorHandler((error: FastifyError | ControlError, request: FastifyRequest, reply: FastifyReply) =>
-    sendControlError(reply, toControlError(error, request)),
-  );
+  app.setErrorHandler(async (error: FastifyError | ControlError, request: FastifyRequest, reply: FastifyReply) => {
+    if (isBodyTooLarge(error)) await discardRefusedBody(request);
+    return sendControlError(reply, toControlError(error, request));
+  });
 
   app.setNotFoundHandler((request, reply) =>
     sendControlError(reply, notFound(`No sandbox endpoint ${request.method} ${request.url.split('?')[0] ?? ''}. ${notFoundHint}`)),

@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Clock } from '../../lib/clock.ts';
+import { bodyTooLargeMessage, discardRefusedBody, isBodyTooLarge } from './body-size.ts';
 import type { SandboxEvents } from './events.ts';
 import { GraphError, graphErrorBody, newTraceId, unknownObject } from './graph-errors.ts';
 import type { Limits, UsageKind } from './limits.ts';
@@ -130,10 +131,10 @@ function versionOf(url: string): string | undefined {
 
 function toGraphError(error: FastifyError | GraphError, request: FastifyRequest): GraphError {
   if (error instanceof GraphError) return error;
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+  if (isBodyTooLarge(error)) {
     return request.url.split('?')[0]?.endsWith('/media')
-      ? new GraphError(131053, 'The file is larger than the provider accepts for any kind of media (100 MB for documents).')
-      : new GraphError(100, 'The request body is too large.');
+      ? new GraphError(131053, 'The file is larger than the provider accepts for any kind of media (100 MB for documents).', { status: 413 })
+      : new GraphError(100, bodyTooLargeMessage(request), { status: 413 });
   }
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new GraphError(100, `Unsupported Content-Type ${String(request.headers['content-type'])}: send JSON, a form or multipart/form-data.`);
@@ -214,7 +215,8 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
     return payload;
   });
 
-  app.setErrorHandler((error: FastifyError | GraphError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (error: FastifyError | GraphError, request: FastifyRequest, reply: FastifyReply) => {
+    if (isBodyTooLarge(error)) await discardRefusedBody(request);
     const graphError = toGraphError(error, request);
     const traceId = reply.getHeader('x-fb-trace-id');
     return reply
