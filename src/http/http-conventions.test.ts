@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { request } from 'undici';
 import { ERROR_CODES, ERROR_TYPES } from '../lib/errors.ts';
 import { startServer, suiteScope, type TestServer } from '../../test/harness.ts';
+import { slowUpload } from '../../test/slow-upload.ts';
 import { assertError, createConnection, signUp, type SignedUp, startServerWithOwner } from '../../test/factories.ts';
 
 describe('HTTP conventions shared by every endpoint', () => {
@@ -192,6 +194,25 @@ describe('HTTP conventions shared by every endpoint', () => {
         413,
         'body_too_large',
       );
+    });
+
+    it('a body over 1 MiB sent slowly is read to its end and answered 413, not reset under the upload', async () => {
+      for (const declared of [true, false]) {
+        const upload = slowUpload(2 * 1024 * 1024);
+        const response = await request(`${server.url}/v1/contacts`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${owner.token}`,
+            'content-type': 'application/json',
+            ...(declared ? { 'content-length': String(2 * 1024 * 1024) } : {}),
+          },
+          body: upload.body,
+        });
+        const body = (await response.body.json()) as { error: { code: string } };
+        assert.equal(response.statusCode, 413);
+        assert.equal(body.error.code, 'body_too_large');
+        assert.equal(upload.progress.sent, 2 * 1024 * 1024, 'the whole body was sent');
+      }
     });
 
     it('an unknown field is rejected, not dropped', async () => {

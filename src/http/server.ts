@@ -10,6 +10,7 @@ import Fastify, {
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError, invalidParam } from '../lib/errors.ts';
+import { discardRequestBody } from '../lib/request-body.ts';
 import { newId } from '../lib/ids.ts';
 import { errorBody } from './error-envelope.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -174,7 +175,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     return sendError(reply, request, new AppError('route_not_found', `No route ${request.method} ${path}.`));
   });
 
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+  app.setErrorHandler(async (error: FastifyError | AppError, request, reply) => {
+    // A client that writes its whole body before reading (most do) would see the connection reset
+    // under its upload rather than this answer: the rest is read and thrown away first.
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await discardRequestBody(request.raw, DISCARDED_BODY_LIMIT_BYTES);
     const appError =
       !(error instanceof AppError) && options.isUnavailable?.(error)
         ? new AppError('service_unavailable', 'A dependency of the service is unreachable; retry shortly.', { cause: error })
@@ -189,6 +193,13 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
   return app;
 }
+
+/**
+ * How much of a body refused as too large is still read (and thrown away) so that the client gets
+ * its 413: far beyond any honest mistake; a body declared or sent larger is answered at once and the
+ * connection closes under the rest.
+ */
+const DISCARDED_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
 /** Node's default limit on a request's header section, which the request line is part of. */
 const MAX_URL_BYTES = 16 * 1024;

@@ -1,33 +1,13 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import { slowUpload } from '../../../test/slow-upload.ts';
 import { DISCARDED_BODY_LIMIT_BYTES } from './body-size.ts';
 import { assertGraphError, setup, V } from './harness.test.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 const OVERSIZED = 2 * BODY_LIMIT;
-
-/**
- * A body of `size` bytes written 64 KiB at a time, with a pause between writes: an upload still under
- * way when the sandbox has seen enough to refuse it, which is the scenario (a client on a slow link).
- * `progress.sent` counts the bytes the connection asked for: short of `size` when it was closed under
- * the upload.
- */
-function slowUpload(size: number) {
-  const progress = { sent: 0 };
-  async function* chunks() {
-    const chunk = Buffer.alloc(64 * 1024, 'x');
-    for (let offset = 0; offset < size; offset += chunk.length) {
-      if (offset > 0) await sleep(5);
-      const part = chunk.subarray(0, Math.min(chunk.length, size - offset));
-      progress.sent += part.length;
-      yield part;
-    }
-  }
-  return { body: Readable.from(chunks()), progress };
-}
 
 async function post(url: string, size: number, options: { declared: boolean; token?: string }) {
   const upload = slowUpload(size);
