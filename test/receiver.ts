@@ -3,6 +3,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Scope } from './harness.ts';
 
 export interface ReceivedRequest {
+  /** The request's path (the receiver answers on every path): tells endpoints sharing a receiver apart. */
+  path: string;
   headers: IncomingHttpHeaders;
   body: string;
   at: number;
@@ -32,7 +34,7 @@ export async function startReceiver(scope: Scope, path = '/hooks'): Promise<Rece
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const entry = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      const entry = { path: request.url ?? '/', headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(entry);
       const reply = () => {
         const status = typeof answer === 'function' ? answer(entry) : answer;

@@ -6,11 +6,15 @@ export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'The receiver: an https URL, resolved again on every delivery.' });
-const Events = Type.Array(Type.Enum(EVENT_TYPE_NAMES), {
+/** Every type, stored as such: types added to the catalogue later reach the endpoint too. */
+export const ALL_EVENT_TYPES = '*';
+
+const Events = Type.Array(Type.Union([Type.Literal(ALL_EVENT_TYPES), Type.Enum(EVENT_TYPE_NAMES)]), {
   minItems: 1,
   maxItems: EVENT_TYPE_NAMES.length,
   uniqueItems: true,
-  description: 'The event types to receive. `ping` may be listed, but only the test operation sends it, to the endpoint tested, listed or not.',
+  description:
+    'The event types to receive, or `["*"]` for every type, present and future (alone: it covers the rest). `ping` may be listed, but only the test operation sends it, to the endpoint tested, listed or not.',
 });
 
 export const WebhookEndpointSchema = Type.Object({

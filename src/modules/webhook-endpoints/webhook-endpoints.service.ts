@@ -10,14 +10,21 @@ import type { JobContext } from '../../jobs/worker.ts';
 import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
 import { DAY, SECOND, type Clock } from '../../lib/clock.ts';
 import { randomToken, type SecretBox } from '../../lib/crypto.ts';
-import { AppError, notFound } from '../../lib/errors.ts';
+import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
 import type { MailService } from '../mail/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
-import type { CreateWebhookEndpointInput, EndpointStatus, UpdateWebhookEndpointInput, WebhookDelivery, WebhookEndpoint } from './webhook-endpoints.schemas.ts';
+import {
+  ALL_EVENT_TYPES,
+  type CreateWebhookEndpointInput,
+  type EndpointStatus,
+  type UpdateWebhookEndpointInput,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+} from './webhook-endpoints.schemas.ts';
 import type { WebhookEndpointsStore } from './webhook-endpoints.store.ts';
 import type { SendResult } from './webhook-sender.ts';
 
@@ -61,6 +68,14 @@ interface DeliveryTarget {
    */
   failing: boolean;
   expiresAt: number;
+}
+
+/** `*` covers every type, so it stands alone: a list naming others beside it says two things at once. */
+function assertEventTypes(events: readonly string[]): void {
+  if (events.length > 1 && events.includes(ALL_EVENT_TYPES)) {
+    const index = events.indexOf(ALL_EVENT_TYPES);
+    throw invalidParam(`/events/${index}`, 'must be the only item: "*" already subscribes to every type', 'invalid_value');
+  }
 }
 
 /** Keeps at most `max` entries, dropping the oldest inserted first. */
@@ -279,7 +294,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       if (event.type === 'ping') return;
       const payloads: { event_id: string; endpoint_id: string }[] = [];
       for (const endpoint of await store.listEnabled(trx, event.organization_id)) {
-        if (!(JSON.parse(endpoint.events) as string[]).includes(event.type)) continue;
+        const types = JSON.parse(endpoint.events) as string[];
+        if (!types.includes(event.type) && !types.includes(ALL_EVENT_TYPES)) continue;
         if (endpoint.connection_id !== null && endpoint.connection_id !== event.connection_id) continue;
         payloads.push({ event_id: event.id, endpoint_id: endpoint.id });
       }
@@ -293,6 +309,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const connectionId = input.connection_id ?? principal.connectionId ?? null;
       if (principal.connectionId && connectionId !== principal.connectionId)
         throw new AppError('resource_not_found', `No such connection: ${connectionId}.`, { param: '/connection_id' });
+      assertEventTypes(input.events);
       await transport.checkUrl(input.url, '/url');
       return db.transaction().execute(async (trx) => {
         if (connectionId) await connections.getForReference(trx, principal, connectionId, '/connection_id');
@@ -335,6 +352,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     },
 
     async update(actor: Actor, id: string, input: UpdateWebhookEndpointInput): Promise<WebhookEndpoint> {
+      if (input.events !== undefined) assertEventTypes(input.events);
       if (input.url !== undefined) await transport.checkUrl(input.url, '/url');
       return forgetAfter(
         id,

@@ -129,6 +129,18 @@ describe('webhook endpoints', () => {
         'validation_failed',
       );
       assert.equal(patched.param, '/events/1');
+      const starAndMore = assertError(
+        await server.request('POST', '/v1/webhook-endpoints', { token: apiKey, body: { url: receiver.url, events: ['contact.created', '*'] } }),
+        400,
+        'validation_failed',
+      );
+      assert.equal(starAndMore.param, '/events/1');
+      const patchedStar = assertError(
+        await server.request('PATCH', `/v1/webhook-endpoints/${created.id}`, { token: apiKey, body: { events: ['*', 'ping'] } }),
+        400,
+        'validation_failed',
+      );
+      assert.equal(patchedStar.param, '/events/0');
     });
 
     it("another organization's connection is resource_not_found on /connection_id", async () => {
@@ -213,6 +225,22 @@ describe('webhook endpoints', () => {
       assert.equal(receiver.received.length, 4);
       assert.equal(paths.filter((p) => p === 'contact.created@mine').length, 2);
       for (const id of [scoped.id, everything.id]) await server.request('DELETE', `/v1/webhook-endpoints/${id}`, { token: apiKey });
+    });
+
+    it('["*"] receives every type, stored as such so that types added later reach it too; never pings', async () => {
+      const all = await createEndpoint({ url: `${receiver.url}/star`, events: ['*'] });
+      const shown = await server.request('GET', `/v1/webhook-endpoints/${all.id}`, { token: apiKey });
+      assert.deepEqual(shown.body.events, ['*']);
+      const stored = await server.app.store.db.selectFrom('webhook_endpoints').select('events').where('id', '=', all.id).executeTakeFirstOrThrow();
+      assert.equal(stored.events, '["*"]');
+      await emit('contact.created');
+      await emit('contact.updated');
+      await server.request('POST', `/v1/webhook-endpoints/${all.id}/test`, { token: apiKey });
+      const other = await createEndpoint({ url: `${receiver.url}/other`, events: ['contact.created'] });
+      await server.request('POST', `/v1/webhook-endpoints/${other.id}/test`, { token: apiKey });
+      await deliver();
+      const atStar = receiver.received.filter((r) => r.path === '/hooks/star').map((r) => JSON.parse(r.body).type);
+      assert.deepEqual(atStar.sort(), ['contact.created', 'contact.updated', 'ping'], 'its own test only');
     });
 
     it('retries on the schedule, with the same event id, until the receiver answers 2xx', async () => {
