@@ -5,6 +5,7 @@ import { createErrorReferenceModule } from '../modules/error-reference/index.ts'
 import { createHealthModule } from '../modules/health/index.ts';
 import { createIdempotencyKeysModule } from '../modules/idempotency-keys/index.ts';
 import { createIdentityModule } from '../modules/identity/index.ts';
+import { createInvitesModule } from '../modules/invites/index.ts';
 import { createMailModule, createMailTransport } from '../modules/mail/index.ts';
 import { createMembersModule } from '../modules/members/index.ts';
 import { createOauthTokensModule } from '../modules/oauth-tokens/index.ts';
@@ -12,10 +13,11 @@ import { createOrganizationsModule } from '../modules/organizations/index.ts';
 import type { Area } from './area.ts';
 import type { Core } from './core.ts';
 
-/** The tenant and its people: organizations, members and their sessions, the audit log, mail, and the service's own pages. */
+/** The tenant and its people: organizations, members, invites and sessions, the audit log, mail, and the service's own pages. */
 export function buildPlatform(core: Core) {
   const { db, clock, config, store, queue, secrets, log } = core;
   const { isUniqueViolation } = store.dialect;
+  const secureCookies = config.publicBaseUrl.startsWith('https:');
   const audit = createAuditEventsModule({ db, clock });
   const organizations = createOrganizationsModule({ db, clock });
   // Mail reads the owners' addresses from members, and members mail about ownership: the one cycle
@@ -34,7 +36,7 @@ export function buildPlatform(core: Core) {
     organizations: organizations.service,
     members: members.service,
     audit: audit.service,
-    secureCookies: config.publicBaseUrl.startsWith('https:'),
+    secureCookies,
   });
   const oauthTokens = createOauthTokensModule({ db, clock });
   const mail = createMailModule({
@@ -44,6 +46,18 @@ export function buildPlatform(core: Core) {
     members: members.service,
     transport: createMailTransport({ smtpUrl: config.smtpUrl, log: (entry) => log.info(entry, 'mail recorded (no SMTP_URL set)') }),
     from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
+  });
+  const invites = createInvitesModule({
+    db,
+    clock,
+    isUniqueViolation,
+    members: members.service,
+    organizations: organizations.service,
+    auth: auth.service,
+    mail: mail.service,
+    audit: audit.service,
+    publicBaseUrl: config.publicBaseUrl,
+    secureCookies,
   });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation, secrets });
   return {
@@ -56,6 +70,7 @@ export function buildPlatform(core: Core) {
       auth,
       oauthTokens,
       mail,
+      invites,
       idempotencyKeys,
       createIdentityModule({ organizations: organizations.service, members: members.service }),
     ],
@@ -66,6 +81,7 @@ export function buildPlatform(core: Core) {
       auth: auth.service,
       oauthTokens: oauthTokens.service,
       mail: mail.service,
+      invites: invites.service,
       idempotencyKeys: idempotencyKeys.service,
     },
   } satisfies Area<object>;

@@ -506,6 +506,36 @@ export interface ScheduleOccurrencesTable {
   created_at: string;
 }
 
+/** An invitation to join an organization (`inv_`); 0020_invites explains the statuses. */
+export interface InvitesTable {
+  id: string;
+  organization_id: string;
+  /** Normalised (trimmed, lower-case). */
+  email: string;
+  role: string;
+  /** `pending`, `accepted`, `revoked`, or `expired` once a newer invite to the email replaced it. */
+  status: string;
+  /** SHA-256 (hex) of the token of the latest mail; the token itself is never stored. */
+  token_hash: string;
+  expires_at: string;
+  invited_by_member_id: string;
+  /** The member that accepting it made. */
+  member_id: string | null;
+  last_sent_at: string;
+  accepted_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One mail of an invite (its creation or a resend), by the hash of the token it carried. */
+export interface InviteSendsTable {
+  token_hash: string;
+  organization_id: string;
+  invite_id: string;
+  sent_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -536,4 +566,6 @@ export interface Database {
   notification_batches: NotificationBatchesTable;
   schedules: SchedulesTable;
   schedule_occurrences: ScheduleOccurrencesTable;
+  invites: InvitesTable;
+  invite_sends: InviteSendsTable;
 }

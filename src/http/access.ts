@@ -52,6 +52,18 @@ const CREDENTIAL_NAMES: Record<CredentialKind, string> = {
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
 
+/**
+ * The credential of an `Authorization: Bearer <credential>` header: undefined without the header,
+ * `credential_invalid` for a header of another form. For a public route that reads a credential when
+ * one is sent (accepting an invite); every other route goes through the hook below.
+ */
+export function bearerCredential(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = BEARER.exec(header);
+  if (!match?.[1]) throw new AppError('credential_invalid', 'The Authorization header must be `Bearer <credential>`.');
+  return match[1];
+}
+
 export function requirePrincipal(request: FastifyRequest): Principal {
   if (!request.principal) throw new Error(`route ${request.routeOptions.url ?? ''} has no authenticated principal`);
   return request.principal;
@@ -72,11 +84,9 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
     const access = request.routeOptions.config.access;
     if (!access || access.public) return;
 
-    const header = request.headers.authorization;
-    if (!header) throw new AppError('credential_missing', 'Send a credential in the Authorization header: `Bearer <credential>`.');
-    const match = BEARER.exec(header);
-    if (!match?.[1]) throw new AppError('credential_invalid', 'The Authorization header must be `Bearer <credential>`.');
-    const principal = await authenticate(match[1]);
+    const credential = bearerCredential(request.headers.authorization);
+    if (credential === undefined) throw new AppError('credential_missing', 'Send a credential in the Authorization header: `Bearer <credential>`.');
+    const principal = await authenticate(credential);
     // Attached before the checks below so that a refused (403) request is still charged to its
     // credential's rate-limit bucket rather than to its source address.
     request.principal = principal;

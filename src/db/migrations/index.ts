@@ -18,6 +18,7 @@ import * as refreshTokenReuse from './0016_refresh_token_reuse.ts';
 import * as deliveryRetention from './0017_delivery_retention.ts';
 import * as notifications from './0018_notifications.ts';
 import * as schedules from './0019_schedules.ts';
+import * as invites from './0020_invites.ts';
 import * as singleOwner from './0021_single_owner.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
@@ -41,5 +42,6 @@ export const migrations: Record<string, Migration> = {
   '0017_delivery_retention': deliveryRetention,
   '0018_notifications': notifications,
   '0019_schedules': schedules,
+  '0020_invites': invites,
   '0021_single_owner': singleOwner,
 };

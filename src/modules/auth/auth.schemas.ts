@@ -3,9 +3,9 @@ import { Id, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { MemberSchema } from '../members/members.schemas.ts';
 import { OrganizationName, OrganizationSchema } from '../organizations/organizations.schemas.ts';
 
-const Email = Type.String({ format: 'email', maxLength: 254 });
+export const Email = Type.String({ format: 'email', maxLength: 254 });
 // Length is what makes a password strong; 10 is NIST's floor raised a little, 200 bounds hashing work.
-const NewPassword = Type.String({ minLength: 10, maxLength: 200 });
+export const NewPassword = Type.String({ minLength: 10, maxLength: 200 });
 
 export const SignupBody = Strict({
   email: Email,

@@ -261,7 +261,8 @@ const ROLE_SCOPE_SETS: Record<Role, ReadonlySet<Scope>> = {
   viewer: new Set(ROLE_SCOPES.viewer),
 };
 
-function principalFor(member: Member, sessionId: string, signedInAt?: string): Principal {
+/** The caller a dashboard session of `member` is: also the actor of what a just-opened session did (an accepted invite). */
+export function principalFor(member: Member, sessionId: string, signedInAt?: string): Principal {
   return {
     ...(signedInAt === undefined ? {} : { signedInAt }),
     kind: 'dashboard_token',

@@ -18,6 +18,6 @@ export function createAuthModule(
 }
 
 export type { AuthService } from './auth.service.ts';
-export { DASHBOARD_TOKEN_PREFIX } from './auth.service.ts';
+export { DASHBOARD_TOKEN_PREFIX, principalFor } from './auth.service.ts';
 export type { IssuedSession } from './auth.service.ts';
 export { REFRESH_COOKIE, setRefreshCookie } from './session-cookie.ts';

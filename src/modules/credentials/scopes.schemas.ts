@@ -11,6 +11,14 @@ export type Scope = (typeof SCOPES)[number];
 export const ROLES = ['owner', 'admin', 'agent', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
+/**
+ * The hierarchy owner > admin > agent > viewer (ROLES is in that order): a member manages only
+ * members and invites below them, and grants only roles below their own.
+ */
+export function outranks(role: Role, other: Role): boolean {
+  return ROLES.indexOf(role) < ROLES.indexOf(other);
+}
+
 export const CREDENTIAL_KINDS = ['connection_key', 'organization_key', 'oauth_token', 'dashboard_token'] as const;
 export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
