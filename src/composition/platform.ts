@@ -44,6 +44,7 @@ export function buildPlatform(core: Core) {
     clock,
     queue,
     members: members.service,
+    secrets,
     transport: createMailTransport({ smtpUrl: config.smtpUrl, log: (entry) => log.info(entry, 'mail recorded (no SMTP_URL set)') }),
     from: `Messaging Service <no-reply@${new URL(config.publicBaseUrl).hostname}>`,
   });

@@ -19,9 +19,10 @@ async function invite(server: TestServer, token: string, body: { email: string; 
   return response.body;
 }
 
-/** The invite mails recorded for an address, oldest first. */
-function mailsTo(server: TestServer, email: string) {
-  return server.app.store.db.selectFrom('mails').selectAll().where('to_address', '=', email).orderBy('id').execute();
+/** The invite mails recorded for an address, oldest first, their text opened (it is sealed at rest). */
+async function mailsTo(server: TestServer, email: string) {
+  const rows = await server.app.store.db.selectFrom('mails').select('id').where('to_address', '=', email).orderBy('id').execute();
+  return Promise.all(rows.map(async (row) => (await server.app.services.mail.find(row.id))!));
 }
 
 /** The token of the latest invite mail to `email`, read from the link as the invitee would. */
@@ -71,17 +72,19 @@ describe('invites', () => {
       assert.deepEqual((await server.request('GET', `/v1/invites/${created.id}`, { token: owner.token })).body, created);
     });
 
-    it('the mail names the organization and the inviter and links into the dashboard; only the token hash is stored', async () => {
+    it('the mail names the organization and the inviter and links into the dashboard; only the token hash is stored, and the mail is sealed', async () => {
       const email = newEmail();
       const created = await invite(server, owner.token, { email, role: 'viewer' });
       const [mail] = await mailsTo(server, email);
       assert.equal(mail!.subject, 'You are invited to join Acme Ltd');
-      assert.equal(mail!.organization_id, owner.organizationId);
       assert.match(mail!.text, new RegExp(`^${owner.email} invited you to join Acme Ltd as a viewer\\.`));
       const token = await tokenMailedTo(server, email);
       const row = await server.app.store.db.selectFrom('invites').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
       assert.equal(row.token_hash, sha256Hex(token));
       assert.ok(!JSON.stringify(row).includes(token));
+      const stored = await server.app.store.db.selectFrom('mails').selectAll().where('id', '=', mail!.id).executeTakeFirstOrThrow();
+      assert.equal(stored.organization_id, owner.organizationId);
+      assert.ok(!JSON.stringify(stored).includes(token), 'the mail record is sealed at rest, the link with it');
     });
 
     it('is recorded in the audit log', async () => {

@@ -3,6 +3,7 @@ import { mailSend } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
 import type { MembersService } from '../members/index.ts';
 import type { MailStore } from './mail.store.ts';
 
@@ -24,12 +25,14 @@ export interface MailServiceDeps {
   queue: Pick<Queue, 'enqueue'>;
   transport: MailTransport;
   members: Pick<MembersService, 'ownerEmails'>;
+  /** Seals a mail's text at rest: it may carry a secret link (an invite's token). */
+  secrets: Pick<SecretBox, 'seal' | 'open'>;
   /** The sender of every mail. */
   from: string;
 }
 
 export function createMailService(deps: MailServiceDeps) {
-  const { db, store, clock, queue, transport, members } = deps;
+  const { db, store, clock, queue, transport, members, secrets } = deps;
   const service = {
     /** Records a mail and queues its sending in the caller's transaction: it leaves only if the cause commits. */
     async queue(trx: Trx, mail: OutgoingMail & { organizationId: string | null }): Promise<string> {
@@ -40,7 +43,7 @@ export function createMailService(deps: MailServiceDeps) {
         organization_id: mail.organizationId,
         to_address: mail.to,
         subject: mail.subject,
-        text: mail.text,
+        text: secrets.seal(mail.text),
         status: 'queued',
         transport_message_id: null,
         error: null,
@@ -55,12 +58,18 @@ export function createMailService(deps: MailServiceDeps) {
       for (const to of await members.ownerEmails(trx, organizationId)) await service.queue(trx, { ...message, to, organizationId });
     },
 
+    /** A recorded mail, its text opened: what was (or will be) sent. */
+    async find(id: string): Promise<(OutgoingMail & { id: string; status: string }) | undefined> {
+      const mail = await store.find(db, id);
+      return mail && { id: mail.id, to: mail.to_address, subject: mail.subject, text: secrets.open(mail.text), status: mail.status };
+    },
+
     /** The mail job: sends once; a mail already sent is not sent again when the job is retried. */
     async send(mailId: string): Promise<void> {
       const mail = await store.find(db, mailId);
       if (!mail || mail.status === 'sent') return;
       try {
-        const { messageId } = await transport.send({ from: deps.from, to: mail.to_address, subject: mail.subject, text: mail.text });
+        const { messageId } = await transport.send({ from: deps.from, to: mail.to_address, subject: mail.subject, text: secrets.open(mail.text) });
         await store.update(db, mailId, { status: 'sent', transport_message_id: messageId, error: null, sent_at: clock.now().toISOString() });
       } catch (error) {
         await store.update(db, mailId, { error: error instanceof Error ? error.message : String(error) });

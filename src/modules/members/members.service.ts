@@ -7,7 +7,7 @@ import { AppError, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
-import type { Role } from '../credentials/scopes.schemas.ts';
+import { outranks, type Role } from '../credentials/scopes.schemas.ts';
 import type { MailService } from '../mail/index.ts';
 import type { Member } from './members.schemas.ts';
 import type { MemberRow, MembersStore } from './members.store.ts';
@@ -29,9 +29,6 @@ function toMember(row: MemberRow): Member {
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
-
-/** Higher outranks lower: an actor changes or removes only members below them, and grants only roles below their own. */
-const RANK: Readonly<Record<Role, number>> = { owner: 3, admin: 2, agent: 1, viewer: 0 };
 
 /** How long after entering their password an owner may transfer ownership without entering it again. */
 export const RECENT_SIGN_IN_MS = 10 * MINUTE;
@@ -75,7 +72,7 @@ export function createMembersService(deps: MembersServiceDeps) {
     if (target.role === 'owner') {
       throw new AppError('owner_immutable', `The owner cannot be ${what}; transfer ownership first (POST /v1/organization/transfer-ownership).`);
     }
-    if (RANK[actor.role] <= RANK[target.role as Role]) {
+    if (!outranks(actor.role, target.role as Role)) {
       throw new AppError(
         'role_insufficient',
         `A${actor.role === 'admin' ? 'n' : ''} ${actor.role} cannot ${what === 'removed' ? 'remove' : 'change the role of'} a member who is ${target.role}.`,
@@ -124,7 +121,7 @@ export function createMembersService(deps: MembersServiceDeps) {
       return db.transaction().execute(async (trx) => {
         const target = await lockMember(trx, actor.principal.organizationId, id);
         assertMayManage(acting, target, 'changed');
-        if (RANK[acting.role] <= RANK[role]) {
+        if (!outranks(acting.role, role)) {
           throw new AppError('role_insufficient', `A${acting.role === 'admin' ? 'n' : ''} ${acting.role} grants only roles below their own; ${role} is not.`, {
             param: '/role',
           });

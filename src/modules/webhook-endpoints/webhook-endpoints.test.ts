@@ -522,7 +522,7 @@ describe('webhook endpoints', () => {
       assert.equal(mails.length, 1);
       assert.equal(mails[0]!.to_address, owner.email);
       assert.equal(mails[0]!.status, 'sent');
-      assert.match(mails[0]!.text, new RegExp(endpoint.id));
+      assert.match((await server.app.services.mail.find(mails[0]!.id))!.text, new RegExp(endpoint.id));
 
       const before = receiver.received.length;
       server.clock.advance(10 * MINUTE);
