@@ -2,7 +2,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'web/dist/', '.dependency-cruiser.cjs', 'eslint.config.js'] },
+  { ignores: ['node_modules/', 'data/', 'web/dist/', 'packages/*/dist/', '.dependency-cruiser.cjs', 'eslint.config.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -22,6 +22,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use an `as const` object and a union (erasableSyntaxOnly).' }],
     },
+  },
+  {
+    // A package's build script is plain JavaScript (it runs on the Node of whoever packs it, 18 or
+    // later), outside the TypeScript project: linted without type information.
+    files: ['packages/*/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
   },
   {
     // Configuration enters once, in main.ts (loadConfig), and travels as an argument; the standalone

@@ -1,9 +1,9 @@
 /**
  * Signing and verifying webhook deliveries (`Service-Signature: t=<unix>,v1=<hex>[,v1=<hex>]`).
  *
- * This file depends on nothing but node:crypto on purpose: receivers import it as
- * `messaging-service/webhook-signature` or copy it whole, and the service signs with the very same
- * code it documents, so the two sides cannot drift apart.
+ * This file depends on nothing but node:crypto on purpose: it is built, alone, into the package
+ * receivers depend on (packages/webhook-signature: plain JavaScript for Node 18 and later), or copied
+ * whole, and the service signs with the very same code, so the two sides cannot drift apart.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
