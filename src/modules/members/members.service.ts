@@ -8,7 +8,6 @@ import { newId } from '../../lib/ids.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import { outranks, type Role } from '../credentials/scopes.schemas.ts';
-import type { MailService } from '../mail/index.ts';
 import type { Member } from './members.schemas.ts';
 import type { MemberRow, MembersStore } from './members.store.ts';
 
@@ -45,7 +44,8 @@ export interface MembersServiceDeps {
   clock: Clock;
   isUniqueViolation: (error: unknown) => boolean;
   audit: Pick<AuditEventsService, 'record'>;
-  mail: Pick<MailService, 'queue'>;
+  /** Mail is built on members (it reads the owners' addresses), so members name only the one call they make. */
+  mail: { queue(trx: Trx, mail: { organizationId: string | null; to: string; subject: string; text: string }): Promise<string> };
   /** Where mails link to. */
   publicBaseUrl: string;
 }
