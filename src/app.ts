@@ -15,6 +15,7 @@ import { createHttpServer, type HttpServer } from './http/server.ts';
 import { registerWriteRequests } from './http/write-requests.ts';
 import type { Worker } from './jobs/worker.ts';
 import type { Clock } from './lib/clock.ts';
+import { openMediaStorage } from './modules/media/index.ts';
 import type { SandboxProvider } from './provider/sandbox/index.ts';
 
 export const API_VERSION = '1.0.0';
@@ -71,7 +72,9 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   // Loaded only by a process that uses Redis: most never do, and the client is ~10 MiB resident.
   const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, RATE_LIMIT_REDIS_OPTIONS) : undefined;
   if (redis) server.addHook('onClose', async () => redis.disconnect());
-  const core = buildCore({ config, store, clock, log: server.log, localUrl: () => listeningUrl(server, config), redis });
+  const mediaStorage = await openMediaStorage(config.mediaStorage);
+  server.addHook('onClose', () => mediaStorage.close());
+  const core = buildCore({ config, store, clock, log: server.log, localUrl: () => listeningUrl(server, config), redis, mediaStorage });
   const { modules, services } = buildAreas(core);
   for (const job of [...core.jobs, ...modules.flatMap((module) => module.jobs ?? [])]) core.worker.register(job.definition, job.handler);
   // A catalogued job nobody handles would wait forever: refuse to start instead.

@@ -27,8 +27,15 @@ await migrateToLatest(store);
 const app = await createApp({ config, store, clock: systemClock });
 const log = app.server.log;
 
+const media = config.mediaStorage;
 log.info(
-  { store: store.dialect.name, provider: config.providerMode, role: config.role },
+  {
+    store: store.dialect.name,
+    provider: config.providerMode,
+    role: config.role,
+    // Where the bytes go, without the URL's credentials.
+    media_storage: media.kind === 'file' ? media.directory : `s3://${media.bucket}/${media.prefix}${media.endpoint ? ` at ${media.endpoint}` : ''}`,
+  },
   store.dialect.name === 'sqlite'
     ? `embedded store at ${config.dataDir}; provider: ${config.providerMode}`
     : `PostgreSQL store; provider: ${config.providerMode}`,

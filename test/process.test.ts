@@ -18,6 +18,17 @@ function startMain(t: TestContext, env: Record<string, string>): ServiceProcess 
   return spawnService(t, { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env });
 }
 
+/** Makes the process say when it loads the S3 client: a resolve hook, given through NODE_OPTIONS. */
+const REPORT_S3_CLIENT = `--import=data:text/javascript,${encodeURIComponent(`
+  import { registerHooks } from 'node:module';
+  registerHooks({
+    resolve(specifier, context, next) {
+      if (specifier === '@aws-sdk/client-s3') process.stderr.write('loading @aws-sdk/client-s3\\n');
+      return next(specifier, context);
+    },
+  });
+`)}`;
+
 describe('the service process', () => {
   for (const [variable, value] of [
     ['PORT', 'eighty'],
@@ -25,6 +36,7 @@ describe('the service process', () => {
     ['PROVIDER_MODE', 'production'],
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
     ['MASTER_KEY', 'too-short'],
+    ['MEDIA_STORAGE_URL', 's3://media-files'],
   ] as const) {
     it(`a bad ${variable} stops start-up with one line naming it`, async (t) => {
       const { child, output } = startMain(t, { [variable]: value });
@@ -35,6 +47,26 @@ describe('the service process', () => {
       assert.match(lines[0]!, new RegExp(`^configuration error: ${variable}: `));
     });
   }
+
+  it('on the embedded defaults, keeps media under DATA_DIR and never loads the S3 client', async (t) => {
+    const service = startMain(t, { NODE_OPTIONS: REPORT_S3_CLIENT });
+    await listeningUrl(service);
+    assert.match(service.output(), /"media_storage":"[^"]+\/media"/);
+    assert.doesNotMatch(service.output(), /loading @aws-sdk\/client-s3/);
+  });
+
+  it('with MEDIA_STORAGE_URL naming a bucket, loads the S3 client and logs the bucket, never the credentials', async (t) => {
+    const service = startMain(t, {
+      NODE_OPTIONS: REPORT_S3_CLIENT,
+      // Nothing listens there: the process reaches the bucket only when it stores or reads a file.
+      MEDIA_STORAGE_URL: 's3://AKIDPROCESSTEST:s3cr3t-process-test@media-files/prod?endpoint=http://127.0.0.1:9',
+    });
+    await listeningUrl(service);
+    const output = service.output();
+    assert.match(output, /loading @aws-sdk\/client-s3/);
+    assert.match(output, /"media_storage":"s3:\/\/media-files\/prod\/ at http:\/\/127.0.0.1:9"/);
+    assert.doesNotMatch(output, /s3cr3t|AKIDPROCESSTEST/);
+  });
 
   it('starts on the embedded defaults, then on SIGTERM finishes in-flight requests and exits cleanly', async (t) => {
     const service = startMain(t, {});

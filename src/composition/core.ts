@@ -10,9 +10,13 @@ import { createWorker, type JobRegistration, type Worker } from '../jobs/worker.
 import type { Clock } from '../lib/clock.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import { whenCommitted } from '../lib/transaction-scope.ts';
+import type { MediaStorage } from '../modules/media/index.ts';
 import { buildProvider, type ProviderWiring } from './provider.ts';
 
-/** What every area builds on: the store, time, secrets, the job queue, the event stream and the provider. */
+/**
+ * What every area builds on: the store, time, secrets, the job queue, the event stream, the provider
+ * and where media bytes live.
+ */
 export interface Core {
   config: Config;
   store: Store;
@@ -24,6 +28,8 @@ export interface Core {
   worker: Worker;
   events: EventEmitter;
   provider: ProviderWiring;
+  /** Opened by createApp, which closes it: an object store's client is loaded only when configured. */
+  mediaStorage: MediaStorage;
   /** The queue's own jobs (its housekeeping), registered with the modules' ones. */
   jobs: readonly JobRegistration[];
 }
@@ -35,6 +41,7 @@ export function buildCore(options: {
   log: FastifyBaseLogger;
   localUrl: () => string;
   redis: Redis | undefined;
+  mediaStorage: MediaStorage;
 }): Core {
   const { config, store, clock, log } = options;
   const masterKey = ensureMasterKey(config);
@@ -53,5 +60,6 @@ export function buildCore(options: {
     events: createEventEmitter({ store: createEventsStore(), clock }),
     provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis),
     jobs: queueMaintenanceJobs({ db: store.db, clock, log }),
+    mediaStorage: options.mediaStorage,
   };
 }

@@ -1,10 +1,9 @@
-import path from 'node:path';
 import { createConnectionsModule } from '../modules/connections/index.ts';
 import { createContactsModule } from '../modules/contacts/index.ts';
 import { createConversationLocksModule } from '../modules/conversation-locks/index.ts';
 import { createConversationNotesModule } from '../modules/conversation-notes/index.ts';
 import { createConversationsModule } from '../modules/conversations/index.ts';
-import { createFileMediaStorage, createMediaModule } from '../modules/media/index.ts';
+import { createMediaModule } from '../modules/media/index.ts';
 import { createMessagesModule } from '../modules/messages/index.ts';
 import { createProviderWebhooksModule } from '../modules/provider-webhooks/index.ts';
 import { createRuntimeModule } from '../modules/runtime/index.ts';
@@ -18,7 +17,7 @@ import type { PlatformServices } from './platform.ts';
  * and locks, contacts, media, messages, the provider's webhooks and the runtime pass-through.
  */
 export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'audit' | 'members'>) {
-  const { db, clock, config, events, queue, secrets, log } = core;
+  const { db, clock, events, queue, secrets, log, mediaStorage } = core;
   const { provider, inbound, graphBaseUrl, pacer } = core.provider;
   const { audit, members } = platform;
   const connections = createConnectionsModule({ db, clock, audit, events, queue, secrets, provider });
@@ -34,7 +33,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
     provider,
     audit,
     connections: connections.service,
-    storage: createFileMediaStorage(path.join(config.dataDir, 'media')),
+    storage: mediaStorage,
   });
   const messages = createMessagesModule({
     db,

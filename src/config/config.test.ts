@@ -54,6 +54,69 @@ describe('configuration', () => {
     }
   });
 
+  it('keeps media under DATA_DIR/media unless MEDIA_STORAGE_URL names a directory or a bucket', () => {
+    assert.deepEqual(loadConfig({ DATA_DIR: '/srv/messaging' }).mediaStorage, { kind: 'file', directory: '/srv/messaging/media' });
+    assert.deepEqual(loadConfig({ MEDIA_STORAGE_URL: 'file:///mnt/shared/media/' }).mediaStorage, { kind: 'file', directory: '/mnt/shared/media' });
+  });
+
+  it('reads a bucket, its key prefix, endpoint, region, path style and credentials from an s3:// URL', () => {
+    assert.deepEqual(
+      loadConfig({
+        MEDIA_STORAGE_URL: 's3://AKIDEXAMPLE:wJal%2FrXU%2BtnFEMI@media.files/prod/media/?endpoint=https://minio.internal:9000/&region=eu-central-1',
+      }).mediaStorage,
+      {
+        kind: 's3',
+        bucket: 'media.files',
+        prefix: 'prod/media/',
+        endpoint: 'https://minio.internal:9000',
+        region: 'eu-central-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJal/rXU+tnFEMI' },
+      },
+    );
+    // AWS itself: the region is required, virtual-hosted style and the SDK's own credentials by default.
+    assert.deepEqual(loadConfig({ MEDIA_STORAGE_URL: 's3://media-files?region=us-west-2' }).mediaStorage, {
+      kind: 's3',
+      bucket: 'media-files',
+      prefix: '',
+      endpoint: undefined,
+      region: 'us-west-2',
+      forcePathStyle: false,
+      credentials: undefined,
+    });
+    const minio = loadConfig({ MEDIA_STORAGE_URL: 's3://media-files?endpoint=http://127.0.0.1:9000&force_path_style=false' }).mediaStorage;
+    assert.ok(minio.kind === 's3' && minio.region === 'us-east-1' && !minio.forcePathStyle);
+  });
+
+  for (const value of [
+    'ftp://files.example.com/media',
+    'media/on/disk',
+    'file://fileserver/share/media',
+    's3://Media_Files?region=us-east-1',
+    's3://media-files',
+    's3://media-files:9000?region=us-east-1',
+    's3://media-files/a%2F..%2Fb?region=us-east-1',
+    's3://media-files?region=us-east-1&forcePathStyle=true',
+    's3://media-files?region=us-east-1&force_path_style=yes',
+    's3://media-files?endpoint=ftp://minio',
+    's3://media-files?endpoint=http://AKID:s3cr3t-key@minio',
+    's3://AKID:@media-files?region=us-east-1',
+    's3://AKID:s3cr3t%zz-key@media-files?region=us-east-1',
+    's3://AKID:s3cr3t/key@media-files?region=us-east-1',
+  ]) {
+    it(`refuses MEDIA_STORAGE_URL=${value} in one line that never repeats a secret`, () => {
+      assert.throws(
+        () => loadConfig({ MEDIA_STORAGE_URL: value }),
+        (error: Error) =>
+          error instanceof ConfigError &&
+          error.message.startsWith('MEDIA_STORAGE_URL: ') &&
+          !error.message.includes('\n') &&
+          !error.message.includes('s3cr3t') &&
+          !error.message.includes('AKID'),
+      );
+    });
+  }
+
   it('accepts a master key as hex or base64', () => {
     const hex = 'ab'.repeat(32);
     assert.equal(loadConfig({ MASTER_KEY: hex }).masterKey?.toString('hex'), hex);

@@ -1,6 +1,23 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where media bytes live (MEDIA_STORAGE_URL): files under a directory, or objects in an S3-compatible bucket. */
+export type MediaStorageConfig =
+  | { kind: 'file'; directory: string }
+  | {
+      kind: 's3';
+      bucket: string;
+      /** Put before every key: empty, or ending with `/`. */
+      prefix: string;
+      /** Unset: AWS S3 itself, in `region`. */
+      endpoint: string | undefined;
+      region: string;
+      forcePathStyle: boolean;
+      /** From the URL's userinfo; unset: the AWS SDK's default chain (AWS_ACCESS_KEY_ID…, a profile, an instance role). */
+      credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+    };
 
 /** The service's whole configuration, parsed once from the environment in main.ts. */
 export interface Config {
@@ -8,6 +25,7 @@ export interface Config {
   host: string;
   publicBaseUrl: string;
   dataDir: string;
+  mediaStorage: MediaStorageConfig;
   /** Unset: the embedded SQLite file under `dataDir`. */
   databaseUrl: string | undefined;
   /** Set: rate-limit buckets live in Redis, shared by every process; unset: in each process's memory. */
@@ -107,6 +125,101 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return value.replace(/\/+$/, '');
 }
 
+const S3_PARAMETERS = ['endpoint', 'region', 'force_path_style'];
+const MEDIA_STORAGE_FORMS = 's3://[ACCESS_KEY_ID:SECRET@]bucket[/prefix][?endpoint=…&region=…&force_path_style=…] or file:///directory';
+
+/**
+ * MEDIA_STORAGE_URL. Its messages never repeat the value, which may hold a secret key; unset, the
+ * files stay under DATA_DIR as they always have.
+ */
+function mediaStorage(env: Env, name: string, dataDir: string): MediaStorageConfig {
+  const value = text(env, name);
+  if (value === undefined) return { kind: 'file', directory: path.join(dataDir, 'media') };
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(name, `must be a URL, ${MEDIA_STORAGE_FORMS} (percent-encode reserved characters in the credentials)`);
+  }
+  if (parsed.protocol === 'file:') {
+    if (parsed.search || parsed.hash) throw new ConfigError(name, 'a file:// URL takes no parameters');
+    try {
+      return { kind: 'file', directory: path.resolve(fileURLToPath(parsed)) };
+    } catch {
+      throw new ConfigError(name, 'a file:// URL must name a directory on this machine, as file:///var/lib/messaging/media');
+    }
+  }
+  if (parsed.protocol !== 's3:') throw new ConfigError(name, `must be ${MEDIA_STORAGE_FORMS}`);
+  return s3Storage(name, parsed);
+}
+
+function s3Storage(name: string, parsed: URL): MediaStorageConfig {
+  const bucket = parsed.hostname;
+  // Not repeated in the message: a secret with an unescaped reserved character can end up here.
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw new ConfigError(name, "the bucket (the URL's host) must be 3 to 63 lower-case letters, digits, dots and hyphens");
+  }
+  if (parsed.port) throw new ConfigError(name, 'a port belongs to ?endpoint=, not to the bucket');
+  if (parsed.hash) throw new ConfigError(name, 'takes no #fragment');
+  const segments = decode(name, parsed.pathname, 'the prefix').split('/').filter(Boolean);
+  if (segments.some((segment) => !/^[A-Za-z0-9._-]+$/.test(segment) || segment === '.' || segment === '..')) {
+    throw new ConfigError(name, "the key prefix (the URL's path) must be folders of letters, digits, dots, hyphens and underscores");
+  }
+  const parameters = new Map<string, string>();
+  for (const [key, parameter] of parsed.searchParams) {
+    if (!S3_PARAMETERS.includes(key)) throw new ConfigError(name, `has an unknown parameter "${key}"; the parameters are ${S3_PARAMETERS.join(', ')}`);
+    if (parameters.has(key)) throw new ConfigError(name, `gives the parameter "${key}" twice`);
+    parameters.set(key, parameter.trim());
+  }
+  const endpoint = s3Endpoint(name, parameters.get('endpoint'));
+  const region = parameters.get('region') || (endpoint === undefined ? undefined : 'us-east-1');
+  if (region === undefined) throw new ConfigError(name, "needs ?region= (the bucket's AWS region) when it names no endpoint");
+  if (!/^[a-z0-9-]{1,32}$/.test(region)) throw new ConfigError(name, `the region must be lower-case letters, digits and hyphens (got "${region}")`);
+  const pathStyle = parameters.get('force_path_style');
+  let forcePathStyle = endpoint !== undefined;
+  if (pathStyle) {
+    if (!['true', 'false'].includes(pathStyle)) throw new ConfigError(name, `force_path_style must be true or false (got "${pathStyle}")`);
+    forcePathStyle = pathStyle === 'true';
+  }
+  if (Boolean(parsed.username) !== Boolean(parsed.password)) {
+    throw new ConfigError(name, 'credentials in the URL need both the access key id and the secret: s3://ACCESS_KEY_ID:SECRET@bucket');
+  }
+  return {
+    kind: 's3',
+    bucket,
+    prefix: segments.map((segment) => `${segment}/`).join(''),
+    endpoint,
+    region,
+    forcePathStyle,
+    credentials: parsed.username
+      ? { accessKeyId: decode(name, parsed.username, 'the access key id'), secretAccessKey: decode(name, parsed.password, 'the secret') }
+      : undefined,
+  };
+}
+
+function s3Endpoint(name: string, value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  let endpoint: URL;
+  try {
+    endpoint = new URL(value);
+  } catch {
+    throw new ConfigError(name, 'the endpoint must be an http:// or https:// URL');
+  }
+  if (!['http:', 'https:'].includes(endpoint.protocol)) throw new ConfigError(name, 'the endpoint must be an http:// or https:// URL');
+  // Credentials go before the bucket, where they are decoded once and never logged.
+  if (endpoint.username || endpoint.password) throw new ConfigError(name, 'the endpoint must not hold credentials; put them before the bucket');
+  return value.replace(/\/+$/, '');
+}
+
+/** Percent-decoded; a broken escape is named, never shown (it may be part of a secret). */
+function decode(name: string, value: string, what: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    throw new ConfigError(name, `${what} has a broken percent-escape`);
+  }
+}
+
 function masterKey(env: Env, name: string): Buffer | undefined {
   const value = text(env, name);
   if (value === undefined) return undefined;
@@ -126,11 +239,13 @@ export function loadConfig(env: Env): Config {
   const listenPort = port(env, 'PORT', 3000);
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const providerMode = oneOf(env, 'PROVIDER_MODE', ['sandbox', 'cloud'], 'sandbox');
+  const dataDir = path.resolve(text(env, 'DATA_DIR') ?? './data');
   const config: Config = {
     port: listenPort,
     host: text(env, 'HOST') ?? '127.0.0.1',
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://localhost:${listenPort}`,
-    dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
+    dataDir,
+    mediaStorage: mediaStorage(env, 'MEDIA_STORAGE_URL', dataDir),
     databaseUrl,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimitKeyPrefix: text(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'ratelimit',

@@ -22,10 +22,12 @@ export interface MediaStorage {
    * or aborted write leaves nothing behind. Rejects with the content's own error if it fails.
    */
   put(key: string, content: Readable | AsyncIterable<Uint8Array>): Promise<StoredBlob>;
-  /** The bytes under `key`; rejects if there are none. */
+  /** The bytes under `key`; rejects with an error whose `code` is `ENOENT` if there are none. */
   get(key: string): Promise<Readable>;
   /** Removes the bytes; a key that holds nothing is not an error. */
   delete(key: string): Promise<void>;
+  /** Releases what the storage holds open (an object store's connections), once the server has stopped. */
+  close(): Promise<void>;
 }
 
 /**
@@ -34,7 +36,7 @@ export interface MediaStorage {
  */
 const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 
-function checkKey(key: string): string {
+export function checkKey(key: string): string {
   if (!KEY.test(key)) throw new Error(`invalid media storage key: ${JSON.stringify(key)}`);
   return key;
 }
@@ -82,5 +84,7 @@ export function createFileMediaStorage(directory: string): MediaStorage {
     async delete(key) {
       await rm(fileOf(key), { force: true });
     },
+
+    async close() {},
   };
 }

@@ -118,7 +118,7 @@ export interface StagedUpload {
 export interface MediaServiceDeps {
   db: Db;
   store: MediaStore;
-  storage: MediaStorage;
+  storage: Pick<MediaStorage, 'put' | 'get' | 'delete'>;
   clock: Clock;
   queue: Pick<Queue, 'enqueue'>;
   provider: Provider;

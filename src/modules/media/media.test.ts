@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { before, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { suiteScope, type TestServer } from '../../../test/harness.ts';
-import { assertError, createConnection, createKey, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
+import { assertError, createConnection, createKey, inbound, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
+import { startLocalS3, type LocalS3 } from '../../../test/local-s3.ts';
 import { waitFor } from '../../../test/wait.ts';
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -41,8 +42,11 @@ interface Answer {
   text: string;
 }
 
-/** A server with an owner and a connected number, and the calls every suite makes. */
-function mediaSuite() {
+/**
+ * A server with an owner and a connected number, and the calls every suite makes; `environment`
+ * adds configuration made in the suite's scope (a bucket to store the media in).
+ */
+function mediaSuite(environment: (scope: Scope) => Promise<Record<string, string>> = async () => ({})) {
   const ctx = {} as {
     server: TestServer;
     owner: SignedUp;
@@ -52,7 +56,7 @@ function mediaSuite() {
   };
   const suite = suiteScope();
   before(async () => {
-    ({ server: ctx.server, owner: ctx.owner } = await startServerWithOwner(suite));
+    ({ server: ctx.server, owner: ctx.owner } = await startServerWithOwner(suite, { env: await environment(suite) }));
     ctx.token = ctx.owner.token;
     ctx.connection = await createConnection(ctx.server, ctx.owner);
   });
@@ -777,5 +781,54 @@ describe('media: sending and receiving', () => {
       assertError(await server.request('GET', `/v1/media/${id}`, { token: otherKey }), 404, 'resource_not_found');
       assertError(await server.request('GET', `/v1/media/${id}`, { token: testKey }), 403, 'test_key_on_live_connection');
     });
+  });
+});
+
+describe('media: on an S3-compatible storage (MEDIA_STORAGE_URL)', () => {
+  let s3: LocalS3;
+  const { ctx, upload, uploaded, download } = mediaSuite(async (scope) => {
+    s3 = await startLocalS3(scope);
+    return { MEDIA_STORAGE_URL: s3.url('media') };
+  });
+  const inBucket = async () => (await s3.keys()).filter((key) => key.startsWith('media/'));
+
+  it('an upload goes to the bucket under the prefix, never to DATA_DIR, and downloads back from it', async () => {
+    // Larger than a part, so that it travels as a multipart upload.
+    const bytes = sample('application/pdf', 6_000_000);
+    const media = await uploaded({ bytes, type: 'application/pdf' });
+    assert.ok((await s3.object(`media/${media.id}`)).equals(bytes), 'the bucket holds the bytes uploaded');
+    assert.equal(existsSync(path.join(ctx.server.config.dataDir, 'media')), false);
+    const response = await download(media.id);
+    assert.equal(response.status, 200);
+    assert.ok(response.bytes.equals(bytes), 'the download is the bucket’s object');
+  });
+
+  it('a media a customer sent is fetched into the bucket', async () => {
+    const bytes = sample('image/png', 3_000);
+    await inbound(ctx.server, ctx.connection, { type: 'image', image: { mime_type: 'image/png', content_base64: bytes.toString('base64') } });
+    const row = await ctx.server.app.store.db
+      .selectFrom('media')
+      .selectAll()
+      .where('connection_id', '=', ctx.connection.id)
+      .where('source', '=', 'inbound')
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, 'ready', row.failure_reason ?? '');
+    assert.ok((await s3.object(`media/${row.storage_key}`)).equals(bytes));
+    assert.ok((await download(row.id)).bytes.equals(bytes));
+  });
+
+  it('a refused upload leaves nothing in the bucket: one cut off after its first parts, one stored whole then dropped', async () => {
+    const before = await inBucket();
+    assertError(await upload([['file', { bytes: sample('video/mp4', 16_000_001), type: 'video/mp4' }]]), 413, 'media_too_large');
+    // The 413 comes once the storage's write has failed: three parts had gone, the object never came.
+    assert.deepEqual(await inBucket(), before);
+    const late = [
+      ['file', { bytes: sample('image/png'), type: 'image/png' }],
+      ['type', 'image/png'],
+    ] satisfies Part[];
+    assertError(await upload(late), 400, 'validation_failed');
+    // Stored before the late field was read, its object is deleted once the answer has gone.
+    await waitFor(async () => (await inBucket()).length === before.length, { message: 'the dropped upload’s object to be deleted' });
+    assert.deepEqual(await inBucket(), before);
   });
 });
