@@ -13,7 +13,7 @@ describe('the README walkthrough', () => {
     const server = await startServer(t);
     // The real service, started as the walkthrough's first block says.
     const service = spawnService(t, { ...storeEnv(server.testStore), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' });
-    const url = await listeningUrl(service, 30_000);
+    const url = await listeningUrl(service);
     const stderrFile = path.join(server.testStore.dataDir, 'walkthrough.stderr');
     const walkthrough = await runWalkthrough(readmeAt(fileURLToPath(new URL('..', import.meta.url))), url, stderrFile);
     t.after(() => walkthrough.stop());

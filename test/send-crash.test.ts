@@ -52,7 +52,7 @@ describe('sends when an api process crashes', () => {
   /** The real service as an api process on the test store: the same database and master key, no worker. */
   async function startApi(scope: Scope): Promise<ApiProcess> {
     const service = spawnService(scope, { ...storeEnv(server.testStore), ROLE: 'api', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' });
-    return { child: service.child, url: await listeningUrl(service, 30_000) };
+    return { child: service.child, url: await listeningUrl(service) };
   }
 
   function sendOf(label: string, index: number): Send {

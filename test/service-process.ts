@@ -45,8 +45,11 @@ export function storeEnv(testStore: TestStore): Record<string, string> {
   return { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: readFileSync(path.join(dataDir, 'master.key'), 'utf8').trim() };
 }
 
-/** The address the service listens on, once its log says so (LOG_LEVEL info or lower). */
-export async function listeningUrl(service: ServiceProcess, timeoutMs = 10_000): Promise<string> {
+/**
+ * The address the service listens on, once its log says so (LOG_LEVEL info or lower). The deadline
+ * only stops a start that hangs: a loaded CI machine can take well over 10 s to start a process.
+ */
+export async function listeningUrl(service: ServiceProcess, timeoutMs = 30_000): Promise<string> {
   const match = await waitFor(
     () => {
       const found = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(service.output());
