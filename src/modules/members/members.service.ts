@@ -234,16 +234,7 @@ export function createMembersService(deps: MembersServiceDeps) {
         if (isUniqueViolation(error)) throw new AppError('resource_exists', 'An account with this email already exists; log in instead.', { param: '/email' });
         throw error;
       }
-      const member = {
-        id: newId('member', now.getTime()),
-        organization_id: input.organizationId,
-        user_id: user.id,
-        role: input.role,
-        created_at: timestamp,
-        updated_at: timestamp,
-      };
-      await store.insertMember(trx, member);
-      return toMember({ ...member, email, name: input.name });
+      return service.addMember(trx, { organizationId: input.organizationId, userId: user.id, role: input.role });
     },
 
     /**
