@@ -61,6 +61,8 @@ describe('webhook delivery when a worker process crashes', () => {
     return spawnService(scope, {
       ...storeEnv(server.testStore),
       ROLE: 'worker',
+      // The sandbox is the test server's: a worker serves none of its own.
+      PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
       LOG_LEVEL: 'warn',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WORKER_LEASE_MS: String(LEASE_MS),

@@ -20,7 +20,9 @@ export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, l
   const appSecret = config.providerAppSecret ?? derived('sandbox app secret');
   const verifyToken = config.providerVerifyToken ?? derived('sandbox verify token');
   let sandbox: SandboxProvider | undefined;
-  if (config.providerMode === 'sandbox') {
+  // Mounted only where it is reached: a PROVIDER_BASE_URL names a sandbox served elsewhere (another
+  // process, or `npm run sandbox`), and a worker serves no HTTP.
+  if (config.providerMode === 'sandbox' && config.providerBaseUrl === undefined && config.role !== 'worker') {
     sandbox = createSandboxProvider({
       clock,
       appSecret,

@@ -29,6 +29,7 @@ describe('configuration', () => {
     [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '0' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
     [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '2.5' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
     [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '1000001' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
+    [{ ROLE: 'worker' }, 'PROVIDER_BASE_URL'],
   ] as const) {
     it(`names ${variable} when ${JSON.stringify(env)} is wrong or incomplete`, () => {
       assert.throws(
@@ -52,6 +53,12 @@ describe('configuration', () => {
           error.message.includes(`(got "${value}")`),
       );
     }
+  });
+
+  it('a worker in sandbox mode names the sandbox an api process serves; in cloud mode it needs nothing more', () => {
+    assert.equal(loadConfig({ ROLE: 'worker', PROVIDER_BASE_URL: 'http://api:3000/sandbox/graph' }).providerBaseUrl, 'http://api:3000/sandbox/graph');
+    const cloud = { PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234', PROVIDER_APP_SECRET: 's', PROVIDER_VERIFY_TOKEN: 'v' };
+    assert.equal(loadConfig({ ...cloud, ROLE: 'worker' }).role, 'worker');
   });
 
   it('keeps media under DATA_DIR/media unless MEDIA_STORAGE_URL names a directory or a bucket', () => {

@@ -277,6 +277,14 @@ export function loadConfig(env: Env): Config {
       if (!value) throw new ConfigError(name, 'is required when PROVIDER_MODE=cloud');
     }
   }
+  if (providerMode === 'sandbox' && config.role === 'worker' && !config.providerBaseUrl) {
+    // The sandbox is served by a process that listens; a worker listens on nothing, so it would call
+    // a sandbox that is not there.
+    throw new ConfigError(
+      'PROVIDER_BASE_URL',
+      "is required when ROLE=worker in sandbox mode: the sandbox's Graph address on an api process, such as http://api:3000/sandbox/graph",
+    );
+  }
   if (databaseUrl && !config.masterKey) {
     // A generated key on one machine's disk would strand every other process on the shared database.
     throw new ConfigError('MASTER_KEY', 'is required when DATABASE_URL is set');

@@ -435,6 +435,7 @@ async function faultyProvider(scope: Scope) {
 
 describe('the runtime surface when the provider gives no answer', () => {
   let provider: Awaited<ReturnType<typeof faultyProvider>>;
+  let sandboxHost: TestServer;
   let server: TestServer;
   let pn: string;
   let key: string;
@@ -442,12 +443,20 @@ describe('the runtime surface when the provider gives no answer', () => {
   const suite = suiteScope();
   before(async () => {
     provider = await faultyProvider(suite);
-    server = await startServer(suite, { env: { PROVIDER_BASE_URL: provider.url } });
-    provider.forwardTo(`${server.url}/sandbox/graph`);
+    // The sandbox is another process's on the same store (and master key), as in a deployment of
+    // several: a process given a PROVIDER_BASE_URL mounts none of its own.
+    sandboxHost = await startServer(suite);
+    provider.forwardTo(`${sandboxHost.url}/sandbox/graph`);
+    server = await startServer(suite, { shareStore: sandboxHost.testStore, env: { PROVIDER_BASE_URL: provider.url } });
     const owner = await signUp(server);
     const connection = await createConnection(server, owner);
     pn = connection.phone_number_id;
     key = await runtimeKey(server, owner, connection.id);
+  });
+
+  it('a process given a PROVIDER_BASE_URL mounts no sandbox of its own: there is one sandbox, the host’s', async () => {
+    assertError(await server.request('GET', '/sandbox/control/behaviour'), 404, 'route_not_found');
+    assert.equal((await sandboxHost.request('GET', '/sandbox/control/behaviour')).status, 200);
   });
 
   it('relays through the configured provider base URL', async () => {
