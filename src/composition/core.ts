@@ -8,11 +8,12 @@ import { queueMaintenanceJobs } from '../jobs/maintenance.ts';
 import { createQueue, type Queue } from '../jobs/queue.ts';
 import { createWorker, type JobRegistration, type Worker } from '../jobs/worker.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import { whenCommitted } from '../lib/transaction-scope.ts';
 import { buildProvider, type ProviderWiring } from './provider.ts';
 
-/** What every area builds on: the store, time, secrets, the job queue, the event stream and the provider. */
+/** What every area builds on: the store, time, secrets, the job queue, the event stream, the provider and the metrics port. */
 export interface Core {
   config: Config;
   store: Store;
@@ -24,6 +25,8 @@ export interface Core {
   worker: Worker;
   events: EventEmitter;
   provider: ProviderWiring;
+  /** Where the provider, the pacer and the webhook sender report (`NO_METRICS` without METRICS_TOKEN). */
+  metrics: Metrics;
   /** The queue's own jobs (its housekeeping), registered with the modules' ones. */
   jobs: readonly JobRegistration[];
 }
@@ -35,8 +38,9 @@ export function buildCore(options: {
   log: FastifyBaseLogger;
   localUrl: () => string;
   redis: Redis | undefined;
+  metrics: Metrics;
 }): Core {
-  const { config, store, clock, log } = options;
+  const { config, store, clock, log, metrics } = options;
   const masterKey = ensureMasterKey(config);
   const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log, leaseMs: config.workerLeaseMs });
   // One function, so that a request queueing many jobs wakes the worker once, after it commits.
@@ -51,7 +55,8 @@ export function buildCore(options: {
     worker,
     queue: createQueue({ clock, onEnqueue: () => whenCommitted(wakeWorker) }),
     events: createEventEmitter({ store: createEventsStore(), clock }),
-    provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis),
+    provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis, metrics),
+    metrics,
     jobs: queueMaintenanceJobs({ db: store.db, clock, log }),
   };
 }
