@@ -372,6 +372,21 @@ function serverStart(): { env: Record<string, string>; nodeArgs: string[] } {
   return { env, nodeArgs: [...words.slice(1, -1), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)] };
 }
 
+/**
+ * Settings for the service's process from `BENCH_SERVER_ENV` (`NAME=value` words, e.g.
+ * `BENCH_SERVER_ENV="METRICS_TOKEN=$(openssl rand -hex 32)"`): the one way a setting reaches the
+ * service from the shell, said out loud, to measure what it costs. A bench's own settings still win.
+ */
+function serverEnvFromShell(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const word of (process.env.BENCH_SERVER_ENV ?? '').split(/\s+/).filter(Boolean)) {
+    const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
+    if (!match) throw new Error(`BENCH_SERVER_ENV: "${word}" is not NAME=value`);
+    env[match[1]!] = match[2]!;
+  }
+  return env;
+}
+
 export interface AppServer extends BenchServer {
   store: 'sqlite' | 'postgres';
   /** On PostgreSQL, what a second process needs to serve from this one's schema: `startApp(app.storeEnv)`. */
@@ -412,6 +427,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       PUBLIC_BASE_URL: 'http://localhost:3000',
       ...BENCH_RATE_LIMITS,
       ...storeEnv,
+      ...serverEnvFromShell(),
       ...env,
     },
     execArgv: start.nodeArgs,

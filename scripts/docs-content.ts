@@ -155,13 +155,16 @@ export function renderErrorsReference(): string {
 // ---------------------------------------------------------------------------------------------
 // access.md
 
-/** Builds the app on a throw-away SQLite store only to read the routes' access declarations. */
+/**
+ * Builds the app on a throw-away SQLite store only to read the routes' access declarations, with
+ * every optional route on (the sandbox is the default; `/metrics` needs METRICS_TOKEN).
+ */
 export async function loadAccessTable(): Promise<AccessRow[]> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-docs-'));
   const store = openStore({ dataDir });
   try {
     await migrateToLatest(store);
-    const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+    const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', METRICS_TOKEN: 'x'.repeat(32) });
     const app = await createApp({ config, store, clock: systemClock });
     await app.server.close();
     return app.accessTable;

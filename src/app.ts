@@ -3,6 +3,7 @@ import { buildAccess } from './composition/access.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
+import { buildMetrics } from './composition/metrics.ts';
 import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
 import type { Config } from './config/config.ts';
@@ -15,6 +16,7 @@ import { createHttpServer, type HttpServer } from './http/server.ts';
 import { registerWriteRequests } from './http/write-requests.ts';
 import type { Worker } from './jobs/worker.ts';
 import type { Clock } from './lib/clock.ts';
+import { NO_METRICS } from './lib/metrics.ts';
 import { openMediaStorage } from './modules/media/index.ts';
 import type { SandboxProvider } from './provider/sandbox/index.ts';
 
@@ -29,6 +31,12 @@ export interface App {
   worker: Worker;
   /** The sandbox provider mounted at /sandbox, in sandbox mode. */
   sandbox: SandboxProvider | undefined;
+  /**
+   * With METRICS_TOKEN and ROLE=worker: a server of its own that answers `/metrics` and nothing else,
+   * since a worker serves no API but its provider calls and deliveries happen nowhere else. main.ts
+   * listens on it in place of `server`.
+   */
+  metricsServer: HttpServer | undefined;
 }
 
 /** This process's own address once it listens; before that (or in a worker-only process), the public one. */
@@ -63,24 +71,37 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
 
 export async function createApp(options: { config: Config; store: Store; clock: Clock }): Promise<App> {
   const { config, store, clock } = options;
-  const server = createHttpServer({
+  const serverOptions = {
     publicBaseUrl: config.publicBaseUrl,
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
     isUnavailable: store.dialect.isUnavailable,
-  });
+  };
+  const server = createHttpServer(serverOptions);
   // Loaded only by a process that uses Redis: most never do, and the client is ~10 MiB resident.
   const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, RATE_LIMIT_REDIS_OPTIONS) : undefined;
   if (redis) server.addHook('onClose', async () => redis.disconnect());
   const mediaStorage = await openMediaStorage(config.mediaStorage);
   server.addHook('onClose', () => mediaStorage.close());
-  const core = buildCore({ config, store, clock, log: server.log, localUrl: () => listeningUrl(server, config), redis, mediaStorage });
+  const metrics = await buildMetrics(config, store, clock);
+  const core = buildCore({
+    config,
+    store,
+    clock,
+    log: server.log,
+    localUrl: () => listeningUrl(server, config),
+    redis,
+    mediaStorage,
+    metrics: metrics?.service ?? NO_METRICS,
+  });
   const { modules, services } = buildAreas(core);
+  const metricsServer = metrics && config.role === 'worker' ? createHttpServer(serverOptions) : undefined;
   for (const job of [...core.jobs, ...modules.flatMap((module) => module.jobs ?? [])]) core.worker.register(job.definition, job.handler);
   // A catalogued job nobody handles would wait forever: refuse to start instead.
   core.worker.assertComplete();
   server.addHook('onClose', async () => {
-    await Promise.all([...modules.map((module) => module.close?.()), core.provider.close()]);
+    await metricsServer?.close();
+    await Promise.all([...modules.map((module) => module.close?.()), metrics?.close?.(), core.provider.close()]);
   });
   await server.register(cookie);
   const accessTable = registerAccessControl(server, services.credentials.authenticate);
@@ -95,7 +116,8 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   registerWriteRequests(server, { gate: services.idempotencyKeys, openTransaction: store.openRequestTransaction, publicBaseUrl: config.publicBaseUrl });
   await registerOpenApi(server, { publicBaseUrl: config.publicBaseUrl, version: API_VERSION });
   for (const module of modules) module.routes?.(server);
+  metrics?.routes?.(metricsServer ?? server);
   if (core.provider.sandbox) await server.register(core.provider.sandbox.plugin, { prefix: '/sandbox' });
-  await server.ready();
-  return { server, services, accessTable, store, worker: core.worker, sandbox: core.provider.sandbox };
+  await Promise.all([server.ready(), metricsServer?.ready()]);
+  return { server, services, accessTable, store, worker: core.worker, sandbox: core.provider.sandbox, metricsServer };
 }

@@ -59,6 +59,6 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
 });
 
 if (config.role !== 'api') app.worker.start();
-if (config.role !== 'worker') {
-  await app.server.listen({ port: config.port, host: config.host });
-}
+// A worker serves no API; with METRICS_TOKEN it listens for the scrapes alone.
+const listening = config.role === 'worker' ? app.metricsServer : app.server;
+await listening?.listen({ port: config.port, host: config.host });

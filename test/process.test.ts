@@ -91,4 +91,23 @@ describe('the service process', () => {
     assert.match(output(), /shutting down/);
     await assert.rejects(fetch(`${url}/healthz`));
   });
+
+  it('ROLE=worker with METRICS_TOKEN listens for metrics scrapes and nothing else', async (t) => {
+    const token = 'f'.repeat(64);
+    // A worker in sandbox mode names the sandbox an api process serves; none runs here, nor is one called.
+    const service = startMain(t, { ROLE: 'worker', METRICS_TOKEN: token, PROVIDER_BASE_URL: 'http://127.0.0.1:9/sandbox/graph' });
+    const url = await listeningUrl(service);
+    const scrape = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(scrape.status, 200);
+    assert.match(await scrape.text(), /^messaging_jobs_due\{job_name="webhook\.deliver"\} 0$/m);
+    assert.equal((await fetch(`${url}/metrics`)).status, 401);
+    for (const path of ['/healthz', '/v1/identity', '/sandbox/control/numbers']) {
+      const response = await fetch(url + path);
+      assert.equal(response.status, 404, path);
+      assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'route_not_found', path);
+    }
+    service.child.kill('SIGTERM');
+    const [code] = (await once(service.child, 'exit')) as [number];
+    assert.equal(code, 0, service.output());
+  });
 });

@@ -8,14 +8,15 @@ import { queueMaintenanceJobs } from '../jobs/maintenance.ts';
 import { createQueue, type Queue } from '../jobs/queue.ts';
 import { createWorker, type JobRegistration, type Worker } from '../jobs/worker.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import { whenCommitted } from '../lib/transaction-scope.ts';
 import type { MediaStorage } from '../modules/media/index.ts';
 import { buildProvider, type ProviderWiring } from './provider.ts';
 
 /**
- * What every area builds on: the store, time, secrets, the job queue, the event stream, the provider
- * and where media bytes live.
+ * What every area builds on: the store, time, secrets, the job queue, the event stream, the provider,
+ * where media bytes live and the metrics port.
  */
 export interface Core {
   config: Config;
@@ -30,6 +31,8 @@ export interface Core {
   provider: ProviderWiring;
   /** Opened by createApp, which closes it: an object store's client is loaded only when configured. */
   mediaStorage: MediaStorage;
+  /** Where the provider, the pacer and the webhook sender report (`NO_METRICS` without METRICS_TOKEN). */
+  metrics: Metrics;
   /** The queue's own jobs (its housekeeping), registered with the modules' ones. */
   jobs: readonly JobRegistration[];
 }
@@ -42,8 +45,9 @@ export function buildCore(options: {
   localUrl: () => string;
   redis: Redis | undefined;
   mediaStorage: MediaStorage;
+  metrics: Metrics;
 }): Core {
-  const { config, store, clock, log } = options;
+  const { config, store, clock, log, metrics } = options;
   const masterKey = ensureMasterKey(config);
   const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log, leaseMs: config.workerLeaseMs });
   // One function, so that a request queueing many jobs wakes the worker once, after it commits.
@@ -58,7 +62,8 @@ export function buildCore(options: {
     worker,
     queue: createQueue({ clock, onEnqueue: () => whenCommitted(wakeWorker) }),
     events: createEventEmitter({ store: createEventsStore(), clock }),
-    provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis),
+    provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis, metrics),
+    metrics,
     jobs: queueMaintenanceJobs({ db: store.db, clock, log }),
     mediaStorage: options.mediaStorage,
   };

@@ -6,7 +6,7 @@ import type { PlatformServices } from './platform.ts';
 
 /** The outbound stream: webhook endpoints, and a delivery for every event any module emits. */
 export function buildDelivery(core: Core, services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections'>) {
-  const { db, clock, config, events, queue, secrets } = core;
+  const { db, clock, config, events, queue, secrets, metrics } = core;
   const webhookEndpoints = createWebhookEndpointsModule({
     db,
     clock,
@@ -14,6 +14,7 @@ export function buildDelivery(core: Core, services: Pick<PlatformServices, 'audi
     queue,
     events,
     allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    metrics,
     audit: services.audit,
     connections: services.connections,
     mail: services.mail,

@@ -59,7 +59,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
     messages: messages.service,
     templates: templates.service,
   });
-  const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: graphBaseUrl, pacer });
+  const runtime = createRuntimeModule({ connections: connections.service, log, providerBaseUrl: graphBaseUrl, pacer, metrics: core.metrics });
   return {
     modules: [
       connections.withEndpoints(templates.service),

@@ -2,6 +2,8 @@ import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import { withCallMetrics } from '../provider/call-metrics.ts';
 import { lazily } from '../provider/lazy.ts';
 import { createPacer, THROUGHPUT_PER_SECOND, withPacing } from '../provider/pacing.ts';
 import { createSandboxProvider, type SandboxProvider } from '../provider/sandbox/index.ts';
@@ -12,9 +14,9 @@ import { verifyProviderSignature } from '../provider/whatsapp/webhook-signature.
 /**
  * The provider the service talks to: the real one (`cloud`), or the sandbox mounted at /sandbox and
  * reached over loopback HTTP exactly like the real one. `localUrl` is this process's own address,
- * known once it listens.
+ * known once it listens. Calls and pacing waits are reported to `metrics`.
  */
-export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, localUrl: () => string, redis: Redis | undefined) {
+export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, localUrl: () => string, redis: Redis | undefined, metrics: Metrics) {
   // In sandbox mode the secrets only need to be stable across processes that share the master key.
   const derived = (purpose: string) => createHmac('sha256', masterKey).update(purpose).digest('hex');
   const appSecret = config.providerAppSecret ?? derived('sandbox app secret');
@@ -34,16 +36,20 @@ export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, l
   }
   const graphBaseUrl = () => config.providerBaseUrl ?? (sandbox ? `${localUrl()}/sandbox/graph` : 'https://graph.facebook.com');
   // Every send to a number passes its ceiling, shared by every process through Redis when there is one.
-  const pacer = createPacer({ redis, keyPrefix: `${config.rateLimitKeyPrefix}:pacing` });
+  const pacer = createPacer({ redis, keyPrefix: `${config.rateLimitKeyPrefix}:pacing`, metrics });
+  // Timed inside the pacer: a call's latency is the provider's, not its wait for a slot.
   const cloud = lazily<CloudProvider>(() =>
     withPacing(
-      createCloudProvider({
-        baseUrl: graphBaseUrl(),
-        version: config.providerApiVersion,
-        appId: config.providerAppId ?? 'sandbox',
-        appSecret,
-        timeoutMs: config.providerTimeoutMs,
-      }),
+      withCallMetrics(
+        createCloudProvider({
+          baseUrl: graphBaseUrl(),
+          version: config.providerApiVersion,
+          appId: config.providerAppId ?? 'sandbox',
+          appSecret,
+          timeoutMs: config.providerTimeoutMs,
+        }),
+        metrics,
+      ),
       { pacer, ceilingOf: (credentials) => credentials.messagesPerSecond ?? THROUGHPUT_PER_SECOND.standard },
     ),
   );

@@ -30,6 +30,8 @@ describe('configuration', () => {
     [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '2.5' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
     [{ RATE_LIMIT_CREDENTIAL_MULTIPLIER: '1000001' }, 'RATE_LIMIT_CREDENTIAL_MULTIPLIER'],
     [{ ROLE: 'worker' }, 'PROVIDER_BASE_URL'],
+    [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN'],
+    [{ METRICS_TOKEN: 'a token with spaces that is long enough anyway' }, 'METRICS_TOKEN'],
   ] as const) {
     it(`names ${variable} when ${JSON.stringify(env)} is wrong or incomplete`, () => {
       assert.throws(
@@ -123,6 +125,17 @@ describe('configuration', () => {
       );
     });
   }
+
+  it('takes a metrics token of 32 or more printable characters, and never repeats it in an error', () => {
+    assert.equal(loadConfig({}).metricsToken, undefined);
+    const token = 'f'.repeat(64);
+    assert.equal(loadConfig({ METRICS_TOKEN: token }).metricsToken, token);
+    const secret = 'sëcret-' + 'x'.repeat(40);
+    assert.throws(
+      () => loadConfig({ METRICS_TOKEN: secret }),
+      (error: Error) => error instanceof ConfigError && error.message.startsWith('METRICS_TOKEN: ') && !error.message.includes(secret),
+    );
+  });
 
   it('accepts a master key as hex or base64', () => {
     const hex = 'ab'.repeat(32);

@@ -60,6 +60,8 @@ export interface Config {
   workerLeaseMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustProxy: boolean;
+  /** Set: `GET /metrics` answers a scraper that sends it as its bearer token. Unset: there is no such route. */
+  metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -228,6 +230,23 @@ function masterKey(env: Env, name: string): Buffer | undefined {
   return key;
 }
 
+/**
+ * A secret a client sends as `Authorization: Bearer <token>`: what the bearer syntax carries
+ * (printable ASCII, no spaces), and long enough that guessing it is hopeless, since the route it
+ * guards is not rate limited.
+ */
+function bearerToken(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  if (!/^[\x21-\x7e]{32,512}$/.test(value)) {
+    throw new ConfigError(
+      name,
+      `must be 32 to 512 printable ASCII characters without spaces, such as the output of \`openssl rand -hex 32\` (got ${value.length} characters)`,
+    );
+  }
+  return value;
+}
+
 function apiVersion(env: Env, name: string, fallback: string): string {
   const value = text(env, name);
   if (value === undefined) return fallback;
@@ -267,6 +286,7 @@ export function loadConfig(env: Env): Config {
     workerLeaseMs: positiveInteger(env, 'WORKER_LEASE_MS', 60_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: flag(env, 'TRUST_PROXY', false),
+    metricsToken: bearerToken(env, 'METRICS_TOKEN'),
   };
   if (providerMode === 'cloud') {
     for (const [name, value] of [

@@ -219,6 +219,31 @@ describe('outbound pacing: the pacer in memory', () => {
     assert.equal(waits.at(-1), 50, 'the refused slot was not taken: the next one is still the sixth');
   });
 
+  it('reports how long each send waited for its slot, and each refusal, to its metrics', async () => {
+    const clock = new ManualClock('2026-03-01T12:00:00Z');
+    const waited: number[] = [];
+    let refusals = 0;
+    const metrics = { pacingWait: (seconds: number) => void waited.push(seconds), pacingRefused: () => void refusals++ };
+    // Sleeping moves the pacer's clock, so what it measures is the wait it asked for.
+    const sleep: Sleep = async (ms) => clock.advance(ms);
+    const pacer = createPacer({ clock, sleep, keyPrefix: 'test', slackMs: 0, metrics });
+    await pacer.acquire('pn_1', 100);
+    await pacer.acquire('pn_1', 100);
+    await pacer.acquire('pn_2', 100);
+    // At 20 a second: the slot the sends at 100 left next (10 ms away), then one 50 ms after it.
+    await pacer.acquire('pn_1', 20);
+    await pacer.acquire('pn_1', 20);
+    assert.deepEqual(waited, [0, 0.01, 0, 0.01, 0.05]);
+    await pacer.acquire('pn_1', Infinity);
+    assert.equal(waited.length, 5, 'a call without a ceiling is not paced and not reported');
+
+    // Seven at once on a clock that stands still: the sixth slot is 50 ms away, within maxWaitMs; the seventh is refused.
+    const still = stillPacer({ slackMs: 0, maxWaitMs: 50, metrics });
+    await Promise.all(Array.from({ length: 7 }, () => still.pacer.acquire('pn_1', 100).catch(() => undefined)));
+    assert.equal(refusals, 1);
+    assert.equal(waited.length, 5 + 6);
+  });
+
   it('no ceiling (Infinity) never waits; a ceiling of 0 or less is a programming error', async () => {
     const { pacer, waits } = stillPacer();
     await Promise.all(Array.from({ length: 5 }, () => pacer.acquire('pn_1', Infinity)));

@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../lib/clock.ts';
+import { NO_METRICS, type Metrics } from '../lib/metrics.ts';
 import { isProviderError, ProviderError, type Provider, type ProviderCredentials, type SendOptions } from './provider.ts';
 
 /** cloud-api-facts.md §8.1: messages a second per registered number, inbound and outbound together. */
@@ -214,6 +215,8 @@ export interface PacerOptions {
    */
   maxLateMs?: number;
   log?: PacerLog;
+  /** Told how long each call waited for its slot (on the pacer's clock), and of each refusal. */
+  metrics?: Pick<Metrics, 'pacingWait' | 'pacingRefused'>;
 }
 
 export interface Pacer {
@@ -245,6 +248,7 @@ export function createPacer(options: PacerOptions): Pacer {
   const maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   const slackMs = options.slackMs ?? DEFAULT_SLACK_MS;
   const maxLateMs = Math.min(slackMs, options.maxLateMs ?? DEFAULT_MAX_LATE_MS);
+  const metrics = options.metrics ?? NO_METRICS;
 
   const redisOffset = createClockOffset();
 
@@ -300,8 +304,15 @@ export function createPacer(options: PacerOptions): Pacer {
       if (!(perSecond > 0)) throw new RangeError(`a throughput ceiling must be above 0 a second, got ${perSecond}`);
       signal?.throwIfAborted();
       if (perSecond === Infinity) return;
+      const askedAt = now();
       for (let late = 0; ; late++) {
-        const slotAt = await reserve(key, intervalMs(perSecond));
+        let slotAt: () => number;
+        try {
+          slotAt = await reserve(key, intervalMs(perSecond));
+        } catch (error) {
+          if (error instanceof PacingQueueFullError) metrics.pacingRefused();
+          throw error;
+        }
         signal?.throwIfAborted();
         // Until the slot's time, not for the wait reported: the time since reserving (the rest of a
         // burst being reserved on this thread) must not make the send later. A slot already due
@@ -313,7 +324,10 @@ export function createPacer(options: PacerOptions): Pacer {
         // Woken later than allowed (a stalled event loop, a starved CPU), this send would crowd the
         // ones after it into less than a second: it takes a new slot instead. After a few times it
         // goes late all the same; the provider's throttle answer, retried, is the backstop.
-        if (now() - slotAt() <= maxLateMs || late >= MAX_LATE_RESERVATIONS) return;
+        if (now() - slotAt() <= maxLateMs || late >= MAX_LATE_RESERVATIONS) {
+          metrics.pacingWait((now() - askedAt) / 1000);
+          return;
+        }
       }
     },
   };

@@ -5,6 +5,8 @@
  * the rules of that surface (what a path may address, what is paced, what a fault becomes); the
  * provider-knowing half, URLs, headers and error codes, is provider/whatsapp/relay.ts. Owns no table.
  */
+import type { Metrics } from '../../lib/metrics.ts';
+import { withRelayMetrics } from '../../provider/call-metrics.ts';
 import type { Pacer } from '../../provider/pacing.ts';
 import { createGraphRelay } from '../../provider/whatsapp/relay.ts';
 import type { ConnectionsService } from '../connections/index.ts';
@@ -23,10 +25,15 @@ export interface RuntimeModuleDeps {
   log: RuntimeLog;
   /** Per phase of a relayed call (default 10 s). */
   timeoutMs?: number;
+  /** Told of each relayed call, as the provider call `runtime`. */
+  metrics: Pick<Metrics, 'providerCall'>;
 }
 
 export function createRuntimeModule(deps: RuntimeModuleDeps): Module<RuntimeService> {
-  const relay = createGraphRelay({ baseUrl: deps.providerBaseUrl, appSecretProof: deps.appSecretProof, timeoutMs: deps.timeoutMs });
+  const relay = withRelayMetrics(
+    createGraphRelay({ baseUrl: deps.providerBaseUrl, appSecretProof: deps.appSecretProof, timeoutMs: deps.timeoutMs }),
+    deps.metrics,
+  );
   const service = createRuntimeService({ connections: deps.connections, relay, pacer: deps.pacer, log: deps.log });
   return { name: 'runtime', service, routes: (server) => registerRuntimeRoutes(server, service), close: () => relay.close() };
 }
