@@ -96,7 +96,7 @@ describe('lists: cursor paging, time ranges and order', () => {
   });
 
   describe('bad input', () => {
-    for (const limit of ['0', '101', '-1', 'abc', '2.5']) {
+    for (const limit of ['0', '101', '-1', 'abc', '2.5', '1e309', '-1e309', 'Infinity']) {
       it(`limit=${limit} is validation_failed on /query/limit`, async () => {
         const error = assertError(await server.request('GET', `/v1/api-keys?limit=${limit}`, { token: owner.token }), 400, 'validation_failed');
         assert.equal(error.param, '/query/limit');

@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
@@ -30,9 +30,38 @@ const bodyAjv = createAjv(false);
 const textAjv = createAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object);
+  if (httpPart === 'body') return bodyAjv.compile(schema as object);
+  return finiteNumbersOnly(textAjv.compile(schema as object));
 };
+
+/**
+ * Ajv coerces a numeric text too large for a double (`1e309`, `Infinity`) to Infinity without
+ * checking the result, and skips `minimum`/`maximum` for a number that is not finite, so
+ * `?limit=1e309` went through as Infinity (SQLite: a 500 on `LIMIT`). Text parts (query, path,
+ * headers) are flat objects: any value coerced to a non-finite number is refused as the type.
+ */
+function finiteNumbersOnly(validate: ValidateFunction): ValidateFunction {
+  const checked = ((data: unknown) => {
+    const valid = validate(data);
+    const infinite =
+      valid && typeof data === 'object' && data !== null
+        ? Object.entries(data).find(([, value]) => typeof value === 'number' && !Number.isFinite(value))
+        : undefined;
+    checked.errors = infinite
+      ? [
+          {
+            instancePath: `/${escapePointerToken(infinite[0])}`,
+            schemaPath: '#/type',
+            keyword: 'type',
+            params: { type: 'number' },
+            message: 'must be a finite number',
+          },
+        ]
+      : validate.errors;
+    return valid && !infinite;
+  }) as ValidateFunction;
+  return checked;
+}
 
 const POINTER_ROOT: Record<SchemaErrorDataVar, string> = {
   body: '',

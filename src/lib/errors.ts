@@ -460,6 +460,13 @@ export class AppError extends Error {
   readonly details: ErrorDetail[];
   readonly extra: Record<string, unknown>;
   readonly headers: Record<string, string>;
+  /**
+   * Fastify's name for the status. Error handlers other than ours read it: the sandbox's scopes
+   * answer an error with a 4xx `statusCode` as the caller's, in their own envelopes, so that a
+   * request our hooks refuse on their routes (a NUL character) is not their 500. A field, not a
+   * getter: Fastify assigns it on validation errors, and assigning to a getter throws.
+   */
+  readonly statusCode: number;
 
   constructor(code: ErrorCode, message?: string, options: AppErrorOptions = {}) {
     super(message ?? ERROR_CODES[code].description, { cause: options.cause });
@@ -469,6 +476,7 @@ export class AppError extends Error {
     this.details = options.details ?? [];
     this.extra = options.extra ?? {};
     this.headers = options.headers ?? {};
+    this.statusCode = ERROR_CODES[code].status;
   }
 
   get status(): number {

@@ -118,6 +118,16 @@ describe('connecting a number', () => {
     assert.equal(coexistencePin.param, '/pin');
   });
 
+  it('a code outside OAuth’s visible ASCII is validation_failed on /code, never sent to the provider (2,048 of U+FEFF was a 502)', async () => {
+    for (const code of ['\u{FEFF}'.repeat(2048), 'café', 'line\nbreak']) {
+      const error = assertError(await server.request('POST', '/v1/connections', { token: owner.token, body: { code } }), 400, 'validation_failed');
+      assert.equal(error.param, '/code');
+    }
+    const connection = await createConnection(server, owner);
+    const reauthorised = await server.request('POST', `/v1/connections/${connection.id}/reauthorise`, { token: owner.token, body: { code: 'café' } });
+    assert.equal(assertError(reauthorised, 400, 'validation_failed').param, '/code');
+  });
+
   it('a provider failure is a provider error carrying the provider code, and nothing is stored', async () => {
     const before = (await server.request('GET', '/v1/connections?limit=100', { token: owner.token })).body.data.length;
     await control(server, 'behaviour', { fail_next: { code: 131000 } });

@@ -54,8 +54,16 @@ export type Connection = Static<typeof ConnectionSchema>;
 
 const ProviderId = (what: string) => Type.String({ pattern: '^[0-9]{1,32}$', description: `The provider's ${what} id (digits).` });
 
+/**
+ * An OAuth authorization code is visible ASCII (RFC 6749, Appendix A.11: `1*VSCHAR`). Anything
+ * else cannot be a code, and travels to the provider percent-encoded in a URL: 2,048 characters of
+ * three UTF-8 bytes each made a URL past the provider's header limit, answered as a 502.
+ */
+const AuthorizationCode = (description?: string) =>
+  Type.String({ minLength: 1, maxLength: 2048, pattern: '^[\\x20-\\x7E]+$', ...(description === undefined ? {} : { description }) });
+
 export const ConnectBody = Strict({
-  code: Type.String({ minLength: 1, maxLength: 2048, description: 'The code Embedded Signup handed to the browser; the sandbox accepts any.' }),
+  code: AuthorizationCode('The code Embedded Signup handed to the browser (visible ASCII); the sandbox accepts any.'),
   phone_number_id: Type.Optional(ProviderId('phone number')),
   waba_id: Type.Optional(ProviderId('business account')),
   pin: Type.Optional(
@@ -69,7 +77,7 @@ export const ConnectBody = Strict({
 export type ConnectInput = Static<typeof ConnectBody>;
 
 export const ReauthoriseBody = Strict({
-  code: Type.String({ minLength: 1, maxLength: 2048 }),
+  code: AuthorizationCode(),
 });
 export type ReauthoriseInput = Static<typeof ReauthoriseBody>;
 

@@ -4,6 +4,7 @@ import { describe, it, type TestContext } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { request } from 'undici';
 import { ManualClock } from '../../lib/clock.ts';
+import { startServer } from '../../../test/harness.ts';
 import { APP_SECRET, startReceiver, USER, V } from './harness.test.ts';
 import { createSandboxProvider, type SandboxProviderOptions } from './index.ts';
 
@@ -138,5 +139,25 @@ describe('the sandbox mounted inside a host application', () => {
     const host = await call('POST', '/host-echo', '{"a":1}');
     assert.equal(host.status, 418, 'the host keeps its own parser and error handler');
     assert.equal(host.body.host_error, 'the host JSON parser refuses everything');
+  });
+});
+
+describe('the sandbox mounted in the service', () => {
+  it("a request the service's own hooks refuse (a NUL character, nesting past its limit) is a 400 in the sandbox's envelopes, not a 500", async (t) => {
+    const server = await startServer(t);
+    const nul = JSON.stringify({ latency_ms: 'a\u0000' });
+    const deep = '{"a":'.repeat(40) + '1' + '}'.repeat(40);
+    const json = { 'content-type': 'application/json' };
+    for (const body of [nul, deep]) {
+      const control = await server.request('POST', '/sandbox/control/behaviour', { rawBody: body, headers: json });
+      assert.equal(control.status, 400, control.text);
+      assert.equal(control.body.error.code, 'validation_failed');
+      const graph = await server.request('POST', `/sandbox${V}/123/messages`, { rawBody: body, headers: json });
+      assert.equal(graph.status, 400, graph.text);
+      assert.equal(graph.body.error.code, 100);
+      assert.equal(graph.body.error.fbtrace_id, graph.headers.get('x-fb-trace-id'));
+    }
+    const query = await server.request('GET', '/sandbox/control/behaviour?x%00=1');
+    assert.equal(query.status, 400, query.text);
   });
 });
