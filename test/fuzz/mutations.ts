@@ -530,9 +530,8 @@ const FAMILIES: Family[] = [
     },
   },
   {
-    // Fastify answers these itself, before any hook runs (frameworkErrors: a bad percent-escape, a
-    // parameter past the router's maxParamLength), and so, until server.ts charges them, without
-    // rate-limit headers.
+    // URLs the router cannot decode (a bad percent-escape) and ids past its default maxParamLength:
+    // server.ts sends them through the hooks, so they are answered and charged like any request.
     name: 'path.unparseable',
     applies: hasPathParams,
     mutate(context) {
