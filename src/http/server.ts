@@ -86,8 +86,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   // Only JSON bodies exist on /v1; modules that take other types (multipart media) add their parser.
   app.removeContentTypeParser('text/plain');
   // JSON is UTF-8 (RFC 8259) and is read as such: a body declared in another charset would be read
-  // wrong, so it is refused. Keys are read strictly (json-body.ts). Scopes with parsers of their own (the runtime pass-through, the
-  // provider's webhook) keep them.
+  // wrong, so it is refused. Keys are read strictly (json-body.ts). Scopes with parsers of their own
+  // (the runtime pass-through, the provider's webhook) keep them.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
