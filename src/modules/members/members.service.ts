@@ -3,7 +3,7 @@ import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { UsersTable } from '../../db/schema.ts';
 import { MINUTE, type Clock } from '../../lib/clock.ts';
 import { verifyPassword } from '../../lib/crypto.ts';
-import { AppError, notFound } from '../../lib/errors.ts';
+import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
@@ -68,15 +68,12 @@ export function createMembersService(deps: MembersServiceDeps) {
   }
 
   /** The owner is changed only by a transfer; anyone else only by someone who outranks them. */
-  function assertMayManage(actor: { id: string; role: Role }, target: MemberRow, what: string): void {
+  function assertMayManage(actor: { id: string; role: Role }, target: MemberRow, action: 'remove' | 'change the role of'): void {
     if (target.role === 'owner') {
-      throw new AppError('owner_immutable', `The owner cannot be ${what}; transfer ownership first (POST /v1/organization/transfer-ownership).`);
+      throw new AppError('owner_immutable', `No one can ${action} the owner; transfer ownership first (POST /v1/organization/transfer-ownership).`);
     }
     if (!outranks(actor.role, target.role as Role)) {
-      throw new AppError(
-        'role_insufficient',
-        `A${actor.role === 'admin' ? 'n' : ''} ${actor.role} cannot ${what === 'removed' ? 'remove' : 'change the role of'} a member who is ${target.role}.`,
-      );
+      throw new AppError('role_insufficient', `A${actor.role === 'admin' ? 'n' : ''} ${actor.role} cannot ${action} a member who is ${target.role}.`);
     }
   }
 
@@ -85,22 +82,16 @@ export function createMembersService(deps: MembersServiceDeps) {
     if (password !== undefined) {
       const user = await store.findUser(db, userId);
       if (!user || !(await verifyPassword(password, user.password_hash))) {
-        throw new AppError('validation_failed', '/password is not the password of this account.', {
-          param: '/password',
-          details: [{ param: '/password', code: 'invalid_value', message: 'is not the password of this account' }],
-        });
+        throw invalidParam('/password', 'is not the password of this account', 'invalid_value');
       }
       return;
     }
     const signedInAt = principal.signedInAt === undefined ? Number.NaN : Date.parse(principal.signedInAt);
     if (!(clock.now().getTime() - signedInAt < RECENT_SIGN_IN_MS)) {
-      throw new AppError(
-        'validation_failed',
-        `/password is required: ownership moves only within ${RECENT_SIGN_IN_MS / MINUTE} minutes of signing in, or with the password.`,
-        {
-          param: '/password',
-          details: [{ param: '/password', code: 'missing', message: 'is required unless you signed in within the last 10 minutes' }],
-        },
+      throw invalidParam(
+        '/password',
+        `is required: ownership moves only within ${RECENT_SIGN_IN_MS / MINUTE} minutes of signing in, or with the password`,
+        'missing',
       );
     }
   }
@@ -120,7 +111,7 @@ export function createMembersService(deps: MembersServiceDeps) {
       const acting = actingMember(actor.principal);
       return db.transaction().execute(async (trx) => {
         const target = await lockMember(trx, actor.principal.organizationId, id);
-        assertMayManage(acting, target, 'changed');
+        assertMayManage(acting, target, 'change the role of');
         if (!outranks(acting.role, role)) {
           throw new AppError('role_insufficient', `A${acting.role === 'admin' ? 'n' : ''} ${acting.role} grants only roles below their own; ${role} is not.`, {
             param: '/role',
@@ -153,7 +144,7 @@ export function createMembersService(deps: MembersServiceDeps) {
         if (!leaving && acting.role !== 'owner' && acting.role !== 'admin') {
           throw new AppError('role_insufficient', 'Only owners and admins remove members; anyone but the owner may leave.');
         }
-        if (!leaving) assertMayManage(acting, target, 'removed');
+        if (!leaving) assertMayManage(acting, target, 'remove');
         const member = toMember(target);
         for (const listener of removalListeners) await listener(trx, member);
         // Their dashboard sessions go with the row (on delete cascade).
