@@ -1,16 +1,24 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readmeAt, runWalkthrough } from '../scripts/readme-walkthrough.ts';
-import { startServer } from './harness.ts';
+import { startServer, suiteScope, type TestServer } from './harness.ts';
 import { listeningUrl, spawnService, storeEnv } from './service-process.ts';
 import { waitFor } from './wait.ts';
 
 describe('the README walkthrough', () => {
+  // The store outlives the test: the service process and the receiver, the test's own, are stopped
+  // when it ends, before the store is dropped under them (on PostgreSQL a schema dropped under a live
+  // process deadlocks with its worker).
+  const suite = suiteScope();
+  let server: TestServer;
+  before(async () => {
+    server = await startServer(suite);
+  });
+
   it('runs as pasted, from sign-up to a reply, and the receiver it starts prints the events', { timeout: 120_000 }, async (t) => {
-    const server = await startServer(t);
     // The real service, started as the walkthrough's first block says.
     const service = spawnService(t, { ...storeEnv(server.testStore), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' });
     const url = await listeningUrl(service);
