@@ -506,6 +506,109 @@ export interface ScheduleOccurrencesTable {
   created_at: string;
 }
 
+/** An automation (`aut_`); deleted softly, so that its runs keep their reference (0022_automations). */
+export interface AutomationsTable {
+  id: string;
+  organization_id: string;
+  /** `live` or `test`: the connections it runs on. */
+  mode: string;
+  /** Null: every connection of its mode. */
+  connection_id: string | null;
+  name: string;
+  description: string | null;
+  /** `draft`, `enabled` or `disabled`. */
+  status: string;
+  /** `user` or `consecutive_failures`, while disabled. */
+  disabled_reason: string | null;
+  /** The deployed version's trigger type and event type, copied for the trigger lookup. */
+  trigger_type: string | null;
+  trigger_event: string | null;
+  deployed_version: number | null;
+  previous_deployed_version: number | null;
+  latest_version: number;
+  consecutive_failures: number;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+/** One immutable version of an automation's definition (`autv_`). */
+export interface AutomationVersionsTable {
+  id: string;
+  organization_id: string;
+  automation_id: string;
+  /** 1, 2, ... per automation. */
+  number: number;
+  /** JSON: the definition, as validated. */
+  definition: string;
+  message: string | null;
+  /** The credential (`key_`, `ses_`, `otk_`) or member that wrote it. */
+  created_by: string;
+  /** JSON: string[]. */
+  warnings: string;
+  created_at: string;
+}
+
+/** One run of an automation (`run_`), pinned to the version it started on. */
+export interface RunsTable {
+  id: string;
+  organization_id: string;
+  automation_id: string;
+  version: number;
+  mode: string;
+  dry_run: number;
+  connection_id: string | null;
+  conversation_id: string | null;
+  contact_id: string | null;
+  /** JSON: `{type, message_id | event_id | occurrence_id}`. */
+  trigger: string;
+  /** What started it, unique per automation: a trigger processed twice starts one run. */
+  trigger_key: string | null;
+  /** 0 for a run no other run caused; chains stop at 3. */
+  depth: number;
+  /** `queued`, `running`, `waiting`, `paused`, `completed`, `canceled`, `failed` or `timed_out`. */
+  status: string;
+  /** The compare-and-set counter every step job carries. */
+  seq: number;
+  current_step_id: string | null;
+  /** When the current step began: a wait takes replies newer than this. */
+  step_started_at: string | null;
+  /** JSON: `{type: reply|approval|delay|control, until, approval_id}`. */
+  waiting_for: string | null;
+  input: string;
+  variables: string;
+  /** JSON: visits per step id (the runtime loop guard). */
+  visits: string;
+  outcome: string | null;
+  /** JSON: `{code, message, step_id}`. */
+  error: string | null;
+  steps_executed: number;
+  /** The number of the last entry of its event log. */
+  event_count: number;
+  replay_of: string | null;
+  /** The credential that triggered it through the API, if one did. */
+  triggered_by: string | null;
+  timeout_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One entry of a run's event log, numbered from 1 per run. */
+export interface RunEventsTable {
+  run_id: string;
+  seq: number;
+  organization_id: string;
+  type: string;
+  step_id: string | null;
+  contact_id: string | null;
+  at: string;
+  /** JSON. */
+  data: string;
+}
+
 /** An invitation to join an organization (`inv_`); 0020_invites explains the statuses. */
 export interface InvitesTable {
   id: string;
@@ -568,4 +671,8 @@ export interface Database {
   schedule_occurrences: ScheduleOccurrencesTable;
   invites: InvitesTable;
   invite_sends: InviteSendsTable;
+  automations: AutomationsTable;
+  automation_versions: AutomationVersionsTable;
+  runs: RunsTable;
+  run_events: RunEventsTable;
 }

@@ -49,6 +49,22 @@ export function StoredJsonOf<T extends TSchema>(schema: T) {
 
 export const PathId = (kind: IdKind) => Type.Object({ id: Id(kind) }, { additionalProperties: false });
 
+/**
+ * A union told apart by one property (`type`, a header's `format`). Validation then reports only the
+ * errors of the member that property names, where a plain union reports every member's, the first
+ * of them beside the point (`/components/1/format is required` for a bad buttons component).
+ */
+export function Discriminated<const M extends Record<string, TSchema>>(key: string, members: M, options: { description?: string } = {}) {
+  const values = Object.keys(members);
+  return Type.Unsafe<Static<M[keyof M]>>({
+    ...options,
+    type: 'object',
+    required: [key],
+    properties: { [key]: { enum: values } },
+    allOf: values.map((value) => ({ if: { type: 'object', required: [key], properties: { [key]: { const: value } } }, then: members[value] })),
+  });
+}
+
 /** An object schema that rejects unknown keys, which is every request schema of the API. */
 export function Strict<T extends TProperties>(properties: T, options: { description?: string } = {}) {
   return Type.Object(properties, { additionalProperties: false, ...options });

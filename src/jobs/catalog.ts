@@ -151,6 +151,35 @@ export function scheduleFireKey(scheduleId: string, scheduledFor: string, revisi
 }
 
 /**
+ * Executes one step of a run, or wakes it at a deadline (a wait's time-out, a delay's end). The job
+ * carries the run's `seq` when it was queued: the handler locks the run and acts only while the run's
+ * `seq` is still that (compare-and-set), so a stale or repeated job does nothing. Deduplicated by
+ * `runStepKey`. A failure is retried; the last one fails the run.
+ */
+export const runStep = defineJob({
+  name: 'run.step',
+  payload: Type.Object({ run_id: Type.String(), seq: Type.Integer() }),
+  retry: retrySchedule([2 * SECOND, 10 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE], { jitter: 0.2 }),
+  timeoutMs: MINUTE,
+});
+
+export function runStepKey(runId: string, seq: number): string {
+  return `run.step:${runId}:${seq}`;
+}
+
+/** Ends a run still active at its `timeout_at` (`timed_out`). One per run, keyed by it. */
+export const runTimeout = defineJob({
+  name: 'run.timeout',
+  payload: Type.Object({ run_id: Type.String() }),
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE]),
+  timeoutMs: 30 * SECOND,
+});
+
+export function runTimeoutKey(runId: string): string {
+  return `run.timeout:${runId}`;
+}
+
+/**
  * Recurring maintenance, one job per hour-slot (see scheduler.ts). Each deletes in bounded batches
  * for at most `PURGE_BUDGET_MS` and leaves the rest to the next hour; a failed run is retried within
  * the hour, and the next slot catches up in any case.

@@ -1,5 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox';
-import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
+import { Discriminated, Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
 import { NotificationTargetSchema } from '../notifications/notification-target.schemas.ts';
 
 export const SCHEDULE_STATUSES = ['active', 'paused', 'completed'] as const;
@@ -22,21 +22,6 @@ export const CATCHUP_WINDOW_DEFAULT_SECONDS = 3600;
 export const CATCHUP_WINDOW_MIN_SECONDS = 60;
 export const CATCHUP_WINDOW_MAX_SECONDS = 86_400;
 export const MAX_OCCURRENCES_LIMIT = 1_000_000;
-
-/**
- * A union told apart by its `type`, as templates.schemas.ts does: validation then reports only the
- * errors of the member `type` names (`/recurrence/expression`), not the first member's.
- */
-function Discriminated<const M extends Record<string, TSchema>>(members: M, options: { description?: string } = {}) {
-  const values = Object.keys(members);
-  return Type.Unsafe<Static<M[keyof M]>>({
-    ...options,
-    type: 'object',
-    required: ['type'],
-    properties: { type: { enum: values } },
-    allOf: values.map((value) => ({ if: { type: 'object', required: ['type'], properties: { type: { const: value } } }, then: members[value] })),
-  });
-}
 
 const DateTime = (description: string) => Type.String({ format: 'date-time', description });
 
@@ -68,6 +53,7 @@ const IntervalRecurrence = Strict(
 );
 
 export const RecurrenceBody = Discriminated(
+  'type',
   { once: OnceRecurrence, cron: CronRecurrence, interval: IntervalRecurrence },
   { description: 'When occurrences come due: `once`, `cron` or `interval`.' },
 );
@@ -86,6 +72,7 @@ export const AutomationTargetSchema = Strict(
 export type AutomationTarget = Static<typeof AutomationTargetSchema>;
 
 export const TargetBody = Discriminated(
+  'type',
   { notification: NotificationTargetSchema, automation: AutomationTargetSchema },
   { description: 'What each occurrence creates: notifications, or (later) an automation run.' },
 );

@@ -1,5 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox';
-import { Id, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { Discriminated, Id, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../../provider/provider.schemas.ts';
 
 export const PARAMETER_FORMATS = ['positional', 'named'] as const;
@@ -26,22 +26,6 @@ export const TEMPLATE_NAME_PATTERN = '^[a-z0-9_]{1,512}$';
 const Name = Type.String({ pattern: TEMPLATE_NAME_PATTERN, description: 'Lower-case letters, digits and underscores (`order_ready`).' });
 const Language = Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: "The provider's language code: `en`, `en_US`, `pt_BR`, ..." });
 const HttpsUrl = Type.String({ pattern: '^https://[^\\s]+$', maxLength: 2000 });
-
-/**
- * A union told apart by one property (`type`, a header's `format`). Validation then reports only the
- * errors of the member that property names, where a plain union reports every member's, the first
- * of them beside the point (`/components/1/format is required` for a bad buttons component).
- */
-function Discriminated<const M extends Record<string, TSchema>>(key: string, members: M, options: { description?: string } = {}) {
-  const values = Object.keys(members);
-  return Type.Unsafe<Static<M[keyof M]>>({
-    ...options,
-    type: 'object',
-    required: [key],
-    properties: { [key]: { enum: values } },
-    allOf: values.map((value) => ({ if: { type: 'object', required: [key], properties: { [key]: { const: value } } }, then: members[value] })),
-  });
-}
 
 // ---- Creating: the components in the API's snake_case, mirroring the provider's definition.
 
