@@ -1,4 +1,4 @@
-import Type, { type Static, type TSchema } from 'typebox';
+import Type, { type Static } from 'typebox';
 import { Discriminated, Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
 import { NotificationTargetSchema } from '../notifications/notification-target.schemas.ts';
 

@@ -1,4 +1,4 @@
-import Type, { type Static, type TSchema } from 'typebox';
+import Type, { type Static } from 'typebox';
 import { Discriminated, Id, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES } from '../../provider/provider.schemas.ts';
 
