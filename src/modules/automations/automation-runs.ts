@@ -30,6 +30,8 @@ export interface InFlightRuns {
     trx: Trx,
     input: { organizationId: string; automationId: string; policy: InFlightPolicy; toVersion: number | null; definition: Definition | null },
   ): Promise<InFlightCounts>;
+  /** The versions runs of the automation were started on (never pruned while a run refers to them). */
+  versionsInUse(db: Db | Trx, automationId: string): Promise<Set<number>>;
   /** Active runs (queued, running, waiting, paused) of the automation, live and dry alike. */
   countActive(db: Db | Trx, organizationId: string, automationId: string): Promise<number>;
 }
