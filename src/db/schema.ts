@@ -576,6 +576,10 @@ export interface RunsTable {
   step_started_at: string | null;
   /** JSON: `{type: reply|approval|delay|control, until, approval_id}`. */
   waiting_for: string | null;
+  /** JSON: the message expressions read as `message`: the one that started the run, then each reply a wait took. */
+  last_message: string | null;
+  /** JSON: a reply that arrived while the run was not yet waiting for one; the next wait takes it. */
+  early_reply: string | null;
   input: string;
   variables: string;
   /** JSON: visits per step id (the runtime loop guard). */

@@ -84,6 +84,8 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn('current_step_id', 'text')
     .addColumn('step_started_at', 'text')
     .addColumn('waiting_for', 'text')
+    .addColumn('last_message', 'text')
+    .addColumn('early_reply', 'text')
     .addColumn('input', 'text', (c) => c.notNull())
     .addColumn('variables', 'text', (c) => c.notNull())
     .addColumn('visits', 'text', (c) => c.notNull())

@@ -437,6 +437,12 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
       return accessOf(row);
     },
 
+    /** The organization and mode of a connection, for work that has no caller (an automation deciding whether it runs there). */
+    async modeOf(executor: Db, id: string): Promise<{ organizationId: string; test: boolean } | undefined> {
+      const row = await store.findById(executor, id);
+      return row && { organizationId: row.organization_id, test: toBoolean(row.test) };
+    },
+
     /** Records that the provider refused the connection's token (an answer 190, say). */
     async reportProviderError(connectionId: string, error: ProviderError): Promise<void> {
       if (error.category === 'auth') await markNeedsReauth(connectionId, error);

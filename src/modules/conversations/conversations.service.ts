@@ -274,6 +274,51 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
       );
     },
 
+    /** For a run, which acts for its organization without a caller: the conversation, held until the transaction ends. */
+    async lockForRun(trx: Trx, id: string): Promise<Conversation | undefined> {
+      const row = await store.lockById(trx, id);
+      return row && toConversation(row);
+    },
+
+    /**
+     * A run's change of its conversation, in the run's transaction: who answers now, tags added and
+     * removed (a set, capped as `addTags` caps it), the assignee (an active member, or null).
+     * Answers undefined when the conversation is gone (a merge folded it away).
+     */
+    async changeForRun(
+      trx: Trx,
+      id: string,
+      change: { control?: ConversationControl; addTags?: readonly string[]; removeTags?: readonly string[]; assigneeId?: string | null },
+    ): Promise<Conversation | undefined> {
+      const row = await store.lockById(trx, id);
+      if (!row) return undefined;
+      if (change.assigneeId && !(await members.find(row.organization_id, change.assigneeId))) {
+        throw new AppError('resource_not_found', `No such member: ${change.assigneeId}.`, { param: '/member_id' });
+      }
+      const removed = new Set(change.removeTags ?? []);
+      const tags = tagSet(tagsOf(row), [...(change.addTags ?? [])]).filter((tag) => !removed.has(tag));
+      if (tags.length > MAX_TAGS) throw invalidParam('/add', `would give the conversation more than ${MAX_TAGS} tags`, 'too_many');
+      const changes: ConversationChanges = {
+        ...(change.control === undefined ? {} : { control: change.control }),
+        ...(change.assigneeId === undefined ? {} : { assignee_id: change.assigneeId }),
+        tags: JSON.stringify(tags),
+      };
+      return apply(trx, row, changes, async () => {
+        const before = new Set(tagsOf(row));
+        const added = tags.filter((tag) => !before.has(tag));
+        if (added.length > 0) await store.addTags(trx, row.organization_id, row.id, added);
+        for (const tag of tagsOf(row)) if (!tags.includes(tag)) await store.removeTag(trx, row.id, tag);
+      });
+    },
+
+    /**
+     * The thread of a number and a customer, created (with `conversation.created`) if they have none,
+     * without filing a message: a run addresses a customer before anything was said. Moves no clock.
+     */
+    async openThread(trx: Trx, input: { organizationId: string; connectionId: string; contactId: string }): Promise<Conversation> {
+      return this.recordMessage(trx, { ...input, at: clock.now(), inbound: false, imported: true });
+    },
+
     /**
      * The owner answered from the business app (coexistence): the app has the conversation now, so
      * automations and agents stand back until someone takes it again with `/control`.

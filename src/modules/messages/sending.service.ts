@@ -14,7 +14,7 @@ import type { ConnectionsService, ProviderAccess } from '../connections/index.ts
 import type { ConversationLocksService } from '../conversation-locks/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
-import type { Actor } from '../credentials/principal.ts';
+import type { Actor, Principal } from '../credentials/principal.ts';
 import type { MediaService } from '../media/index.ts';
 import type { Message, MessageError, ReactInput, SendMessageInput } from './messages.schemas.ts';
 import { toMessage, type MessagesService } from './messages.service.ts';
@@ -112,26 +112,28 @@ export function createSendingService(deps: SendingServiceDeps) {
   }
 
   async function storeAndQueue(checked: CheckedSend): Promise<Message> {
-    return db.transaction().execute(async (trx) => {
-      // Checked before the transaction; held now, so that a merge or delete since is not written past.
-      const contact = checked.contact
-        ? await contacts.lockForReference(trx, checked.principal, checked.contact.id, checked.recipientParam)
-        : await contacts.findOrCreateForInbound(trx, {
-            organizationId: checked.organizationId,
-            connectionId: checked.connectionId,
-            waId: checked.request.to,
-            profileName: undefined,
-            at: clock.now(),
-          });
-      const message = await insertOutbound(
-        trx,
-        { ...checked, contactId: contact.id },
-        // Inside the transaction that stores the message, so that a lock taken meanwhile is seen.
-        (conversationId) => locks.assertMaySend(trx, conversationId, checked.principal),
-      );
-      await queue.enqueue(trx, messageSend, { message_id: message.id });
-      return message;
-    });
+    return db.transaction().execute((trx) => storeAndQueueIn(trx, checked));
+  }
+
+  async function storeAndQueueIn(trx: Trx, checked: CheckedSend): Promise<Message> {
+    // Checked before the transaction; held now, so that a merge or delete since is not written past.
+    const contact = checked.contact
+      ? await contacts.lockForReference(trx, checked.principal, checked.contact.id, checked.recipientParam)
+      : await contacts.findOrCreateForInbound(trx, {
+          organizationId: checked.organizationId,
+          connectionId: checked.connectionId,
+          waId: checked.request.to,
+          profileName: undefined,
+          at: clock.now(),
+        });
+    const message = await insertOutbound(
+      trx,
+      { ...checked, contactId: contact.id },
+      // Inside the transaction that stores the message, so that a lock taken meanwhile is seen.
+      (conversationId) => locks.assertMaySend(trx, conversationId, checked.principal),
+    );
+    await queue.enqueue(trx, messageSend, { message_id: message.id });
+    return message;
   }
 
   /** Ends a message that will not be sent, with why: `message.status` failed. */
@@ -178,6 +180,14 @@ export function createSendingService(deps: SendingServiceDeps) {
     async send(actor: Actor, input: SendMessageInput): Promise<Message> {
       return storeAndQueue(await checks.check(actor.principal, input));
     },
+
+    /**
+     * A send in two halves, for a caller whose own transaction must hold the message (an automation's
+     * step, so that the step and its message commit together or not at all): `prepare` runs every check
+     * that can refuse it, reading only, before that transaction; `storeChecked` files and queues it inside.
+     */
+    prepare: (principal: Principal, input: SendMessageInput): Promise<CheckedSend> => checks.check(principal, input),
+    storeChecked: storeAndQueueIn,
 
     /** A reaction to a message, sent into the message's own conversation. */
     async react(actor: Actor, id: string, input: ReactInput): Promise<Message> {
