@@ -1,5 +1,6 @@
 import cookie from '@fastify/cookie';
 import { buildAccess } from './composition/access.ts';
+import { buildAutomation } from './composition/automation.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
@@ -53,14 +54,16 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
   const messaging = buildMessaging(core, platform.services);
   const outreach = buildOutreach(core, { ...platform.services, ...messaging.services });
+  const automation = buildAutomation(core, { ...platform.services, ...messaging.services });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...messaging.modules, ...outreach.modules, ...delivery.modules, ...access.modules],
+    modules: [...platform.modules, ...messaging.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
     services: {
       ...platform.services,
       ...messaging.services,
       ...outreach.services,
+      ...automation.services,
       ...delivery.services,
       ...access.services,
       events: core.events,

@@ -360,6 +360,20 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       return approvedForSend(executor, owner, input, param, param);
     },
 
+    /**
+     * Which of `wanted` are approved where an automation sends from: on its connection, or without
+     * one on at least one connected connection of its mode. Answers the approved ones.
+     */
+    async approvedAmong(
+      executor: Db,
+      owner: { organizationId: string; connectionId: string | null; test: boolean },
+      wanted: readonly { name: string; language: string }[],
+    ): Promise<{ name: string; language: string }[]> {
+      const approved = await store.approvedNamed(executor, owner, [...new Set(wanted.map((template) => template.name))]);
+      const keys = new Set(approved.map((template) => `${template.name} ${template.language}`));
+      return wanted.filter((template) => keys.has(`${template.name} ${template.language}`));
+    },
+
     /** The connection's approved templates, by name: what a refused free-form send can offer instead. */
     async listApproved(executor: Db, connectionId: string): Promise<Array<{ id: string; name: string; language: string; category: string | null }>> {
       return (await store.listApproved(executor, connectionId)).map(({ id, name, language, category }) => ({ id, name, language, category }));

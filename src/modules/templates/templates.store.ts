@@ -62,6 +62,29 @@ export function createTemplatesStore() {
     listApproved(db: Db, connectionId: string): Promise<Pick<TemplatesTable, 'id' | 'name' | 'language' | 'category'>[]> {
       return approved.all(db, { connectionId });
     },
+    /**
+     * The (name, language) pairs among `names` approved on the connection, or without one on any
+     * connected connection of the organization with that `test` flag.
+     */
+    approvedNamed(
+      db: Db,
+      owner: { organizationId: string; connectionId: string | null; test: boolean },
+      names: readonly string[],
+    ): Promise<Pick<TemplatesTable, 'name' | 'language'>[]> {
+      if (names.length === 0) return Promise.resolve([]);
+      let query = db
+        .selectFrom('templates')
+        .innerJoin('connections', 'connections.id', 'templates.connection_id')
+        .select(['templates.name', 'templates.language'])
+        .distinct()
+        .where('templates.organization_id', '=', owner.organizationId)
+        .where('templates.status', '=', 'approved')
+        .where('templates.name', 'in', names)
+        .where('connections.test', '=', owner.test ? 1 : 0)
+        .where('connections.status', '!=', 'disconnected');
+      if (owner.connectionId !== null) query = query.where('templates.connection_id', '=', owner.connectionId);
+      return query.execute();
+    },
     findByProviderId(db: Db, connectionId: string, providerTemplateId: string): Promise<TemplatesTable | undefined> {
       return db
         .selectFrom('templates')
