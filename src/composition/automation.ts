@@ -1,12 +1,19 @@
 import { createAutomationsModule } from '../modules/automations/index.ts';
+import { createRunsModule } from '../modules/runs/index.ts';
 import type { Area } from './area.ts';
 import type { Core } from './core.ts';
 import type { MessagingServices } from './messaging.ts';
 import type { PlatformServices } from './platform.ts';
 
-/** What the business has done on its own: automations and their versions (runs join them here). */
-export function buildAutomation(core: Core, services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections' | 'templates'>) {
-  const { db, clock, events } = core;
+/**
+ * What the business has automated: automations and their versions, and the runs that execute them.
+ * Runs are built on automations and hand them back what deploys settle (`attachRuns`).
+ */
+export function buildAutomation(
+  core: Core,
+  services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections' | 'templates' | 'conversations' | 'contacts' | 'locks' | 'sending'>,
+) {
+  const { db, clock, events, queue, log } = core;
   const automations = createAutomationsModule({
     db,
     clock,
@@ -16,9 +23,22 @@ export function buildAutomation(core: Core, services: Pick<PlatformServices, 'au
     connections: services.connections,
     templates: services.templates,
   });
+  const runs = createRunsModule({
+    db,
+    clock,
+    events,
+    queue,
+    log,
+    automations: automations.service,
+    connections: services.connections,
+    contacts: services.contacts,
+    conversations: services.conversations,
+    locks: services.locks,
+    sending: services.sending,
+  });
   return {
-    modules: [automations],
-    services: { automations: automations.service },
+    modules: [automations, runs],
+    services: { automations: automations.service, runs: runs.service },
   } satisfies Area<object>;
 }
 

@@ -211,6 +211,8 @@ export const JOBS = [
   mediaFetch,
   conversationLockExpire,
   scheduleFire,
+  runStep,
+  runTimeout,
   idempotencyKeyPurge,
   webhookDeliveryPurge,
   jobPurge,
