@@ -276,8 +276,17 @@ export function checkExpression(source: string): string | undefined {
 export function checkExpressionType(source: string, types: readonly string[]): string | undefined {
   const compiled = compile(source);
   if (compiled.error) return compiled.error.message;
-  if (!types.includes(compiled.type!)) return `the expression must be ${types.filter((type) => type !== 'dyn').join(' or ')}, not ${compiled.type}`;
+  if (!types.includes(compiled.type!))
+    return `the expression must be ${types
+      .filter((type) => type !== 'dyn')
+      .map(typeName)
+      .join(' or ')}, not ${typeName(compiled.type!)}`;
   return undefined;
+}
+
+/** CEL's own names for the well-known types (`google.protobuf.Timestamp` is written `timestamp`). */
+function typeName(type: string): string {
+  return type.replaceAll('google.protobuf.Timestamp', 'timestamp').replaceAll('google.protobuf.Duration', 'duration');
 }
 
 /** As `checkExpression`, and the value must be a bool (or `dyn`, a bool or not only when it runs). */
