@@ -11,7 +11,8 @@ import type { PlatformServices } from './platform.ts';
  */
 export function buildAutomation(
   core: Core,
-  services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections' | 'templates' | 'conversations' | 'contacts' | 'locks' | 'sending'>,
+  services: Pick<PlatformServices, 'audit' | 'mail'> &
+    Pick<MessagingServices, 'connections' | 'templates' | 'conversations' | 'contacts' | 'locks' | 'sending'>,
 ) {
   const { db, clock, events, queue, log } = core;
   const automations = createAutomationsModule({

@@ -8,34 +8,58 @@
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, createKey, inbound, newCustomer, settle, signUp, type SignedUp } from '../../../test/factories.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 
 type Json = Record<string, any>;
 
-const reply = (extra: Json = {}) => ({ id: 'reply', type: 'send_message', text: 'Hi {{ contact.profile_name }}, you said: {{ message.text.body }}', next: 'ask', ...extra });
-const ask = (extra: Json = {}) => ({ id: 'ask', type: 'wait_for_reply', timeout_seconds: 3600, save_as: 'answer', branches: { replied: 'thanks', timeout: 'nudge' }, ...extra });
+const reply = (extra: Json = {}) => ({
+  id: 'reply',
+  type: 'send_message',
+  text: 'Hi {{ contact.profile_name }}, you said: {{ message.text.body }}',
+  next: 'ask',
+  ...extra,
+});
+const ask = (extra: Json = {}) => ({
+  id: 'ask',
+  type: 'wait_for_reply',
+  timeout_seconds: 3600,
+  save_as: 'answer',
+  branches: { replied: 'thanks', timeout: 'nudge' },
+  ...extra,
+});
 const thanks = { id: 'thanks', type: 'send_message', text: 'Thanks: {{ vars.answer.text.body }}', next: 'done' };
 const nudge = { id: 'nudge', type: 'end', outcome: 'no_answer' };
 const done = { id: 'done', type: 'end' };
 /** The three-step conversation: reply, wait for an answer (an hour), thank or give up. */
-const replyFlow = (trigger: Json = { type: 'message_received' }, extra: Json = {}) => ({ trigger, start: 'reply', steps: [reply(), ask(), thanks, nudge, done], ...extra });
+const replyFlow = (trigger: Json = { type: 'message_received' }, extra: Json = {}) => ({
+  trigger,
+  start: 'reply',
+  steps: [reply(), ask(), thanks, nudge, done],
+  ...extra,
+});
+/** The same, started through the API: no message started it, so the first step asks rather than echoes. */
+const askFlow = (extra: Json = {}) => ({
+  ...replyFlow({ type: 'api' }, extra),
+  steps: [reply({ text: 'Hi {{ contact.profile_name }}, how can we help?' }), ask(), thanks, nudge, done],
+});
 
 describe('runs', () => {
   let server: TestServer;
   let owner: SignedUp;
-  let line: { id: string; phone_number_id: string };
   let receiver: Receiver;
+  /** An organization key: the manual clock moves hours ahead, past a dashboard token's 15 minutes. */
+  let key: string;
   const suite = suiteScope();
 
   before(async () => {
-    const { startServer } = await import('../../../test/harness.ts');
     server = await startServer(suite);
     owner = await signUp(server);
     receiver = await startReceiver(suite);
-    const endpoint = await server.request('POST', '/v1/webhook_endpoints', {
-      token: owner.token,
+    key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
+    const endpoint = await server.request('POST', '/v1/webhook-endpoints', {
+      token: key,
       body: { url: receiver.url, events: ['automation.run_started', 'automation.run_finished', 'automation.run_failed', 'automation.auto_disabled'] },
     });
     assert.equal(endpoint.status, 201, endpoint.text);
@@ -43,25 +67,25 @@ describe('runs', () => {
 
   /** A fresh number (each test its own, so that automations of one test never see another's messages). */
   async function number(options: { coexistence?: boolean } = {}) {
-    const connection = await createConnection(server, owner, options);
-    const sync = await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: owner.token });
+    const connection = await createConnection(server, { token: key }, options);
+    const sync = await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: key });
     assert.equal(sync.status, 200, sync.text);
     return connection;
   }
 
   /** An automation on one number, with its definition deployed and enabled. */
   async function automationOn(connectionId: string, definition: Json, name = 'Auto'): Promise<Json> {
-    const created = await server.request('POST', '/v1/automations', { token: owner.token, body: { name, connection_id: connectionId, definition } });
+    const created = await server.request('POST', '/v1/automations', { token: key, body: { name, connection_id: connectionId, definition } });
     assert.equal(created.status, 201, created.text);
-    const deployed = await server.request('POST', `/v1/automations/${created.body.id}/deploy`, { token: owner.token, body: { version: 1 } });
+    const deployed = await server.request('POST', `/v1/automations/${created.body.id}/deploy`, { token: key, body: { version: 1 } });
     assert.equal(deployed.status, 200, deployed.text);
-    const enabled = await server.request('POST', `/v1/automations/${created.body.id}/enable`, { token: owner.token });
+    const enabled = await server.request('POST', `/v1/automations/${created.body.id}/enable`, { token: key });
     assert.equal(enabled.status, 200, enabled.text);
     return enabled.body;
   }
 
   async function runsOf(automationId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/runs?automation_id=${automationId}`, { token: owner.token });
+    const response = await server.request('GET', `/v1/runs?automation_id=${automationId}`, { token: key });
     assert.equal(response.status, 200, response.text);
     return response.body.data;
   }
@@ -73,19 +97,19 @@ describe('runs', () => {
   }
 
   async function eventsOf(runId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/runs/${runId}/events`, { token: owner.token });
+    const response = await server.request('GET', `/v1/runs/${runId}/events`, { token: key });
     assert.equal(response.status, 200, response.text);
     return response.body.data;
   }
 
   async function outbound(conversationId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/messages?conversation_id=${conversationId}&order=asc&limit=100`, { token: owner.token });
+    const response = await server.request('GET', `/v1/messages?conversation_id=${conversationId}&order=asc&limit=100`, { token: key });
     assert.equal(response.status, 200, response.text);
     return response.body.data.filter((message: Json) => message.direction === 'outbound');
   }
 
   async function conversation(id: string): Promise<Json> {
-    return (await server.request('GET', `/v1/conversations/${id}`, { token: owner.token })).body;
+    return (await server.request('GET', `/v1/conversations/${id}`, { token: key })).body;
   }
 
   function advance(seconds: number) {
@@ -96,7 +120,7 @@ describe('runs', () => {
     const connection = await number();
     const automation = await automationOn(connection.id, replyFlow());
     const customer = newCustomer();
-    const first = await inbound(server, connection, { from: customer, text: 'Where is my order?', profile_name: 'Ana' });
+    const first = await inbound(server, connection, { from: customer, text: 'Where is my order?', name: 'Ana' });
 
     const run = await onlyRun(automation.id);
     assert.equal(run.status, 'waiting');
@@ -104,13 +128,13 @@ describe('runs', () => {
     assert.equal(run.waiting_for.type, 'reply');
     assert.deepEqual(run.trigger, { type: 'message_received', message_id: first.id });
     assert.equal((await conversation(first.conversation_id)).control, 'automation');
-    const [answer] = await outbound(first.conversation_id);
+    const answer = (await outbound(first.conversation_id))[0]!;
     assert.equal(answer.text.body, 'Hi Ana, you said: Where is my order?');
     assert.equal(answer.status, 'read', 'it went through the sandbox like any send');
     assert.equal(answer.metadata.run_id, run.id);
 
     await inbound(server, connection, { from: customer, text: 'Order 42' });
-    const ended = (await server.request('GET', `/v1/runs/${run.id}`, { token: owner.token })).body;
+    const ended = (await server.request('GET', `/v1/runs/${run.id}`, { token: key })).body;
     assert.equal(ended.status, 'completed');
     assert.equal(ended.outcome, 'completed');
     assert.equal(ended.variables.answer.text.body, 'Order 42');
@@ -126,9 +150,6 @@ describe('runs', () => {
     assert.deepEqual(types.slice(0, 2), ['run.created', 'run.started']);
     assert.ok(types.includes('wait.replied'));
     assert.equal(types.at(-1), 'run.completed');
-    const delivered = receiver.received.map((request) => JSON.parse(request.body) as Json).filter((event) => event.data.object.id === run.id);
-    await settle(server);
-    assert.ok(delivered.length >= 0);
   });
 
   it('sends the run events to webhook endpoints', async () => {
@@ -136,7 +157,7 @@ describe('runs', () => {
     const automation = await automationOn(connection.id, replyFlow());
     await inbound(server, connection, { text: 'hello' });
     const run = await onlyRun(automation.id);
-    await server.request('POST', `/v1/runs/${run.id}/cancel`, { token: owner.token });
+    await server.request('POST', `/v1/runs/${run.id}/cancel`, { token: key });
     await settle(server);
     const types = receiver.received
       .map((request) => JSON.parse(request.body) as Json)
@@ -167,7 +188,9 @@ describe('runs', () => {
     const first = await inbound(server, connection, { from: customer, text: 'hello' });
     // The deadline passes, but the reply is processed before the wake-up job runs.
     advance(3601);
-    const response = await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from: customer, type: 'text', text: 'late but here' } });
+    const response = await server.request('POST', '/sandbox/control/inbound', {
+      body: { phone_number_id: connection.phone_number_id, from: customer, type: 'text', text: 'late but here' },
+    });
     assert.equal(response.status, 200, response.text);
     await settle(server);
     const run = await onlyRun(automation.id);
@@ -180,59 +203,60 @@ describe('runs', () => {
 
   it('a reply that arrives before the run reaches its wait is not missed', async () => {
     const connection = await number();
-    const automation = await automationOn(connection.id, replyFlow({ type: 'api' }));
+    const automation = await automationOn(connection.id, askFlow());
     const customer = newCustomer();
     const first = await inbound(server, connection, { from: customer, text: 'hello' });
-    const key = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
     const started = await server.request('POST', '/v1/runs', {
-      token: key.key,
+      token: key,
       headers: { 'idempotency-key': `early-${customer}` },
       body: { automation_id: automation.id, conversation_id: first.conversation_id },
     });
     assert.equal(started.status, 201, started.text);
     assert.equal(started.body.status, 'queued');
     // The customer writes before the run has even sent its first message.
-    await server.request('POST', '/sandbox/control/inbound', { body: { phone_number_id: connection.phone_number_id, from: customer, type: 'text', text: 'early bird' } });
+    await server.request('POST', '/sandbox/control/inbound', {
+      body: { phone_number_id: connection.phone_number_id, from: customer, type: 'text', text: 'early bird' },
+    });
     await settle(server);
-    const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: owner.token })).body;
+    const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
     assert.equal(run.status, 'completed', JSON.stringify(await eventsOf(run.id)));
     assert.equal(run.variables.answer.text.body, 'early bird');
   });
 
   it('pauses before a side effect when an agent has taken the conversation, and resumes when control comes back', async () => {
     const connection = await number();
-    const automation = await automationOn(connection.id, replyFlow({ type: 'api' }));
+    const automation = await automationOn(connection.id, askFlow());
     const first = await inbound(server, connection, { text: 'hello' });
     const started = await server.request('POST', '/v1/runs', {
-      token: owner.token,
+      token: key,
       headers: { 'idempotency-key': `pause-${first.id}` },
       body: { automation_id: automation.id, conversation_id: first.conversation_id },
     });
     assert.equal(started.status, 201, started.text);
     // The agent takes over after the run was queued, before its step runs.
-    const taken = await server.request('POST', `/v1/conversations/${first.conversation_id}/control`, { token: owner.token, body: { control: 'agent' } });
+    const taken = await server.request('POST', `/v1/conversations/${first.conversation_id}/control`, { token: key, body: { control: 'agent' } });
     assert.equal(taken.status, 200, taken.text);
     await settle(server);
-    let run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: owner.token })).body;
+    let run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
     assert.equal(run.status, 'paused');
     assert.equal(run.waiting_for.type, 'control');
     assert.equal((await outbound(first.conversation_id)).length, 0, 'nothing was sent');
 
-    const back = await server.request('POST', `/v1/conversations/${first.conversation_id}/control`, { token: owner.token, body: { control: 'automation' } });
+    const back = await server.request('POST', `/v1/conversations/${first.conversation_id}/control`, { token: key, body: { control: 'automation' } });
     assert.equal(back.status, 200, back.text);
     await settle(server);
-    run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: owner.token })).body;
+    run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
     assert.equal(run.status, 'waiting');
     assert.equal((await outbound(first.conversation_id)).length, 1, 'sent once, after control came back');
   });
 
   it("pauses under a member's lock", async () => {
     const connection = await number();
-    const automation = await automationOn(connection.id, replyFlow({ type: 'api' }));
+    const automation = await automationOn(connection.id, askFlow());
     const first = await inbound(server, connection, { text: 'hello' });
-    const agent = await addMember(server, owner.organization.id, 'agent');
+    const agent = await addMember(server, owner.organizationId, 'agent');
     const started = await server.request('POST', '/v1/runs', {
-      token: owner.token,
+      token: key,
       headers: { 'idempotency-key': `lock-${first.id}` },
       body: { automation_id: automation.id, conversation_id: first.conversation_id },
     });
@@ -240,7 +264,7 @@ describe('runs', () => {
     const lock = await server.request('POST', `/v1/conversations/${first.conversation_id}/lock`, { token: agent.token, body: {} });
     assert.equal(lock.status, 201, lock.text);
     await settle(server);
-    const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: owner.token })).body;
+    const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
     assert.equal(run.status, 'paused');
     assert.equal((await outbound(first.conversation_id)).length, 0);
   });
@@ -254,7 +278,9 @@ describe('runs', () => {
     });
     const customer = newCustomer();
     const first = await inbound(server, connection, { from: customer, text: 'hello' });
-    const echo = await server.request('POST', '/sandbox/control/echo', { body: { phone_number_id: connection.phone_number_id, to: customer, type: 'text', text: 'I got this' } });
+    const echo = await server.request('POST', '/sandbox/control/echo', {
+      body: { phone_number_id: connection.phone_number_id, to: customer, type: 'text', text: 'I got this' },
+    });
     assert.equal(echo.status, 200, echo.text);
     await settle(server);
     assert.equal((await conversation(first.conversation_id)).control, 'app');
@@ -316,22 +342,26 @@ describe('runs', () => {
     // The customer is a bot that answers every message at once.
     const customer = newCustomer();
     for (let index = 0; index < 12; index++) await inbound(server, connection, { from: customer, text: `bot ${index}` });
-    const run = await onlyRun(automation.id);
-    assert.equal(run.status, 'failed');
-    assert.equal(run.error.code, 'loop_guard');
-    const conversationId = (await eventsOf(run.id)).length > 0 ? run.conversation_id : '';
-    assert.equal((await outbound(conversationId)).length, 10);
+    // The first run sends ten messages in the minute and fails at the eleventh; the runs the bot's
+    // later messages start fail at their first send, sending nothing.
+    const runs = await runsOf(automation.id);
+    assert.ok(runs.length >= 2);
+    assert.ok(runs.every((run) => run.status === 'failed' && run.error.code === 'loop_guard'));
+    assert.equal((await outbound(runs[0]!.conversation_id)).length, 10);
   });
 
   it('deploying while runs wait: keep, cancel or migrate them', async () => {
     const connection = await number();
     const automation = await automationOn(connection.id, replyFlow());
     const writeV = async (basedOn: number) => {
-      const written = await server.request('POST', `/v1/automations/${automation.id}/versions`, { token: owner.token, body: { definition: replyFlow(), based_on_version: basedOn } });
+      const written = await server.request('POST', `/v1/automations/${automation.id}/versions`, {
+        token: key,
+        body: { definition: replyFlow(), based_on_version: basedOn },
+      });
       assert.equal(written.status, 201, written.text);
     };
     const deploy = async (version: number, inFlight: string) => {
-      const response = await server.request('POST', `/v1/automations/${automation.id}/deploy`, { token: owner.token, body: { version, in_flight: inFlight } });
+      const response = await server.request('POST', `/v1/automations/${automation.id}/deploy`, { token: key, body: { version, in_flight: inFlight } });
       assert.equal(response.status, 200, response.text);
       return response.body.in_flight;
     };
@@ -363,10 +393,14 @@ describe('runs', () => {
   it('ten failed runs in a row disable the automation', async () => {
     const connection = await number();
     // A free-form message to a customer who never wrote: the window is closed, the step fails.
-    const automation = await automationOn(connection.id, { trigger: { type: 'api' }, start: 'say', steps: [{ id: 'say', type: 'send_message', text: 'hello' }] });
+    const automation = await automationOn(connection.id, {
+      trigger: { type: 'api' },
+      start: 'say',
+      steps: [{ id: 'say', type: 'send_message', text: 'hello' }],
+    });
     for (let index = 0; index < 10; index++) {
       const started = await server.request('POST', '/v1/runs', {
-        token: owner.token,
+        token: key,
         headers: { 'idempotency-key': `fail-${automation.id}-${index}` },
         body: { automation_id: automation.id, to: `+${newCustomer()}` },
       });
@@ -376,11 +410,11 @@ describe('runs', () => {
     const runs = await runsOf(automation.id);
     assert.equal(runs.length, 10);
     assert.ok(runs.every((run) => run.status === 'failed' && run.error.code === 'window_closed'));
-    const after = (await server.request('GET', `/v1/automations/${automation.id}`, { token: owner.token })).body;
+    const after = (await server.request('GET', `/v1/automations/${automation.id}`, { token: key })).body;
     assert.equal(after.status, 'disabled');
     assert.equal(after.disabled_reason, 'consecutive_failures');
     const refused = await server.request('POST', '/v1/runs', {
-      token: owner.token,
+      token: key,
       headers: { 'idempotency-key': `fail-${automation.id}-after` },
       body: { automation_id: automation.id, to: `+${newCustomer()}` },
     });
@@ -396,7 +430,8 @@ describe('runs', () => {
         start: 'hello',
         steps: [{ id: 'hello', type: 'send_template', template: 'hello_world', language: 'en_US' }],
       });
-      const send = (body: Json, key: string) => server.request('POST', '/v1/runs', { token: owner.token, headers: { 'idempotency-key': key }, body });
+      const send = (body: Json, idempotencyKey: string) =>
+        server.request('POST', '/v1/runs', { token: key, headers: { 'idempotency-key': idempotencyKey }, body });
       const missing = await send({ automation_id: automation.id, to: `+${newCustomer()}`, input: {} }, `in-1-${automation.id}`);
       const error = assertError(missing, 400, 'validation_failed');
       assert.equal(error.param, '/input');
@@ -405,16 +440,16 @@ describe('runs', () => {
       const good = await send({ automation_id: automation.id, to: `+${newCustomer()}`, input: { order: 'A-1' } }, `in-3-${automation.id}`);
       assert.equal(good.status, 201, good.text);
       await settle(server);
-      assert.equal((await server.request('GET', `/v1/runs/${good.body.id}`, { token: owner.token })).body.status, 'completed');
+      assert.equal((await server.request('GET', `/v1/runs/${good.body.id}`, { token: key })).body.status, 'completed');
     });
 
     it('requires an Idempotency-Key, and a replayed key starts no second run', async () => {
       const connection = await number();
-      const automation = await automationOn(connection.id, replyFlow({ type: 'api' }));
+      const automation = await automationOn(connection.id, askFlow());
       const body = { automation_id: automation.id, to: `+${newCustomer()}` };
-      assertError(await server.request('POST', '/v1/runs', { token: owner.token, body }), 400, 'idempotency_key_required');
-      const first = await server.request('POST', '/v1/runs', { token: owner.token, headers: { 'idempotency-key': `k-${automation.id}` }, body });
-      const again = await server.request('POST', '/v1/runs', { token: owner.token, headers: { 'idempotency-key': `k-${automation.id}` }, body });
+      assertError(await server.request('POST', '/v1/runs', { token: key, body }), 400, 'idempotency_key_required');
+      const first = await server.request('POST', '/v1/runs', { token: key, headers: { 'idempotency-key': `k-${automation.id}` }, body });
+      const again = await server.request('POST', '/v1/runs', { token: key, headers: { 'idempotency-key': `k-${automation.id}` }, body });
       assert.equal(first.status, 201, first.text);
       assert.equal(again.body.id, first.body.id);
       assert.equal((await runsOf(automation.id)).length, 1);
@@ -422,13 +457,22 @@ describe('runs', () => {
 
     it('refuses bad targets with the field at fault', async () => {
       const connection = await number();
-      const automation = await automationOn(connection.id, replyFlow({ type: 'api' }));
+      const automation = await automationOn(connection.id, askFlow());
       let n = 0;
-      const send = (body: Json) => server.request('POST', '/v1/runs', { token: owner.token, headers: { 'idempotency-key': `bad-${automation.id}-${n++}` }, body });
-      assert.equal(assertError(await send({ automation_id: automation.id, to: '+4477001', contact_id: 'ct_01J00000000000000000000000' }), 400, 'validation_failed').param, '/contact_id');
+      const send = (body: Json) => server.request('POST', '/v1/runs', { token: key, headers: { 'idempotency-key': `bad-${automation.id}-${n++}` }, body });
+      assert.equal(
+        assertError(await send({ automation_id: automation.id, to: '+4477001', contact_id: 'ct_01J00000000000000000000000' }), 400, 'validation_failed').param,
+        '/to',
+      );
       assert.equal(assertError(await send({ automation_id: 'aut_01J00000000000000000000000' }), 404, 'resource_not_found').param, '/automation_id');
-      assert.equal(assertError(await send({ automation_id: automation.id, conversation_id: 'cnv_01J00000000000000000000000' }), 404, 'resource_not_found').param, '/conversation_id');
-      assert.equal(assertError(await send({ automation_id: automation.id, to: `+${newCustomer()}`, simulate: { replies: [] } }), 400, 'validation_failed').param, '/simulate');
+      assert.equal(
+        assertError(await send({ automation_id: automation.id, conversation_id: 'cnv_01J00000000000000000000000' }), 404, 'resource_not_found').param,
+        '/conversation_id',
+      );
+      assert.equal(
+        assertError(await send({ automation_id: automation.id, to: `+${newCustomer()}`, simulate: { replies: [] } }), 400, 'validation_failed').param,
+        '/simulate',
+      );
       assertError(await send({ automation_id: automation.id, to: 'not-a-number' }), 400, 'validation_failed');
       assertError(await send({ automation_id: automation.id, surprise: true }), 400, 'validation_failed');
     });
@@ -454,15 +498,19 @@ describe('runs', () => {
 
     it('a run cannot start where an agent answers, nor beside another run', async () => {
       const connection = await number();
-      const automation = await automationOn(connection.id, replyFlow({ type: 'api' }));
+      const automation = await automationOn(connection.id, askFlow());
       const first = await inbound(server, connection, { text: 'hello' });
-      const start = (key: string) =>
-        server.request('POST', '/v1/runs', { token: owner.token, headers: { 'idempotency-key': key }, body: { automation_id: automation.id, conversation_id: first.conversation_id } });
+      const start = (idempotencyKey: string) =>
+        server.request('POST', '/v1/runs', {
+          token: key,
+          headers: { 'idempotency-key': idempotencyKey },
+          body: { automation_id: automation.id, conversation_id: first.conversation_id },
+        });
       const one = await start(`busy-1-${first.id}`);
       assert.equal(one.status, 201, one.text);
       assert.equal(assertError(await start(`busy-2-${first.id}`), 409, 'invalid_state').param, '/conversation_id');
-      await server.request('POST', `/v1/runs/${one.body.id}/cancel`, { token: owner.token });
-      await server.request('POST', `/v1/conversations/${first.conversation_id}/control`, { token: owner.token, body: { control: 'agent' } });
+      await server.request('POST', `/v1/runs/${one.body.id}/cancel`, { token: key });
+      await server.request('POST', `/v1/conversations/${first.conversation_id}/control`, { token: key, body: { control: 'agent' } });
       assertError(await start(`busy-3-${first.id}`), 409, 'invalid_state');
     });
   });
@@ -473,10 +521,10 @@ describe('runs', () => {
       const automation = await automationOn(connection.id, replyFlow());
       await inbound(server, connection, { text: 'hello' });
       const run = await onlyRun(automation.id);
-      const canceled = await server.request('POST', `/v1/runs/${run.id}/cancel`, { token: owner.token });
+      const canceled = await server.request('POST', `/v1/runs/${run.id}/cancel`, { token: key });
       assert.equal(canceled.status, 200, canceled.text);
       assert.equal(canceled.body.status, 'canceled');
-      assertError(await server.request('POST', `/v1/runs/${run.id}/cancel`, { token: owner.token }), 409, 'invalid_state');
+      assertError(await server.request('POST', `/v1/runs/${run.id}/cancel`, { token: key }), 409, 'invalid_state');
       // The wait's wake-up finds the run ended and does nothing.
       advance(3600);
       await settle(server);
@@ -489,26 +537,29 @@ describe('runs', () => {
       await inbound(server, connection, { text: 'hello' });
       const run = await onlyRun(automation.id);
       const all = await eventsOf(run.id);
-      const page = await server.request('GET', `/v1/runs/${run.id}/events?limit=2`, { token: owner.token });
+      const page = await server.request('GET', `/v1/runs/${run.id}/events?limit=2`, { token: key });
       assert.deepEqual(
         page.body.data.map((event: Json) => event.seq),
         [1, 2],
       );
       assert.equal(page.body.has_more, true);
-      const next = await server.request('GET', `/v1/runs/${run.id}/events?after_seq=2&limit=100`, { token: owner.token });
+      const next = await server.request('GET', `/v1/runs/${run.id}/events?after_seq=2&limit=100`, { token: key });
       assert.equal(next.body.data.length, all.length - 2);
-      assertError(await server.request('GET', `/v1/runs/${run.id}/events?after_seq=-1`, { token: owner.token }), 400, 'validation_failed');
+      assertError(await server.request('GET', `/v1/runs/${run.id}/events?after_seq=-1`, { token: key }), 400, 'validation_failed');
     });
   });
 
   describe('dry runs', () => {
     it('walk the flow on a virtual clock with simulated replies, sending nothing', async () => {
       const connection = await number();
-      const first = await inbound(server, connection, { text: 'hello', profile_name: 'Ana' });
-      const created = await server.request('POST', '/v1/automations', { token: owner.token, body: { name: 'Draft', connection_id: connection.id, definition: replyFlow({ type: 'api' }) } });
+      const first = await inbound(server, connection, { text: 'hello', name: 'Ana' });
+      const created = await server.request('POST', '/v1/automations', {
+        token: key,
+        body: { name: 'Draft', connection_id: connection.id, definition: askFlow() },
+      });
       assert.equal(created.status, 201, created.text);
       const dry = await server.request('POST', '/v1/runs', {
-        token: owner.token,
+        token: key,
         headers: { 'idempotency-key': `dry-${first.id}` },
         body: {
           automation_id: created.body.id,
@@ -525,7 +576,7 @@ describe('runs', () => {
       const sends = dry.body.events.filter((event: Json) => event.type === 'effect.message_queued');
       assert.deepEqual(
         sends.map((event: Json) => event.data.content.text.body),
-        ['Hi Ana, you said: hello', 'Thanks: my answer'],
+        ['Hi Ana, how can we help?', 'Thanks: my answer'],
       );
       const replied = dry.body.events.find((event: Json) => event.type === 'wait.replied');
       assert.equal(Date.parse(replied.at) - Date.parse(dry.body.started_at), 120_000, 'the virtual clock moved by the reply’s delay');
@@ -537,9 +588,12 @@ describe('runs', () => {
     it('a dry run without replies takes every time-out', async () => {
       const connection = await number();
       const first = await inbound(server, connection, { text: 'hello' });
-      const created = await server.request('POST', '/v1/automations', { token: owner.token, body: { name: 'Draft', connection_id: connection.id, definition: replyFlow({ type: 'api' }) } });
+      const created = await server.request('POST', '/v1/automations', {
+        token: key,
+        body: { name: 'Draft', connection_id: connection.id, definition: askFlow() },
+      });
       const dry = await server.request('POST', '/v1/runs', {
-        token: owner.token,
+        token: key,
         headers: { 'idempotency-key': `dry-timeout-${first.id}` },
         body: { automation_id: created.body.id, version: 1, conversation_id: first.conversation_id, dry_run: true },
       });
