@@ -54,7 +54,7 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
   const messaging = buildMessaging(core, platform.services);
   const outreach = buildOutreach(core, { ...platform.services, ...messaging.services });
-  const automation = buildAutomation(core, { ...platform.services, ...messaging.services });
+  const automation = buildAutomation(core, { ...platform.services, ...messaging.services, ...outreach.services });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {

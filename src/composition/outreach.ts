@@ -1,11 +1,10 @@
 import { createNotificationsModule } from '../modules/notifications/index.ts';
-import { createSchedulesModule } from '../modules/schedules/index.ts';
 import type { Area } from './area.ts';
 import type { Core } from './core.ts';
 import type { MessagingServices } from './messaging.ts';
 import type { PlatformServices } from './platform.ts';
 
-/** What the business sends on its own initiative: notifications, on time or not at all, and the schedules that create them. */
+/** What the business sends on its own initiative: notifications, on time or not at all (the schedules that create them are built with runs, their other target). */
 export function buildOutreach(
   core: Core,
   services: Pick<PlatformServices, 'audit'> & Pick<MessagingServices, 'connections' | 'contacts' | 'templates' | 'sending'>,
@@ -24,10 +23,9 @@ export function buildOutreach(
     sending: services.sending,
     pacer: core.provider.pacer,
   });
-  const schedules = createSchedulesModule({ db, clock, queue, audit: services.audit, targets: notifications.service });
   return {
-    modules: [notifications, schedules],
-    services: { notifications: notifications.service, schedules: schedules.service },
+    modules: [notifications],
+    services: { notifications: notifications.service },
   } satisfies Area<object>;
 }
 

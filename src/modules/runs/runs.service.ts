@@ -1,4 +1,4 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { RunsTable } from '../../db/schema.ts';
@@ -10,6 +10,7 @@ import type { Log } from '../../lib/log.ts';
 import type { AutomationsForRuns, DeployedAutomation, InFlightCounts, InFlightRuns } from '../automations/automation-runs.ts';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, type TriggerType } from '../automations/definition.schemas.ts';
 import { evaluateCondition, ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
+import { compileInputSchema } from '../automations/definition/input-schema.ts';
 import type { ConnectionsService } from '../connections/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { Conversation, ConversationsService } from '../conversations/index.ts';
@@ -19,6 +20,7 @@ import { stepOf } from './run-steps.ts';
 import type { Run, RunEvent, RunTrigger, TriggerRunInput } from './runs.schemas.ts';
 import type { RunFilters, RunsStore } from './runs.store.ts';
 import type { DryRuns } from './dry-run.ts';
+import type { RunTargets } from './run-target.ts';
 
 export interface RunsServiceDeps {
   db: Db;
@@ -65,7 +67,6 @@ const objectOf = (event: EventEnvelope) => event.data.object;
  */
 export function createRunsService(deps: RunsServiceDeps) {
   const { db, clock, log, store, engine, dryRuns, automations, connections, contacts, conversations } = deps;
-  const ajv = new Ajv({ allErrors: false, strict: false });
   const inputValidators = new Map<string, ValidateFunction>();
 
   function inputValidatorOf(automation: DeployedAutomation): ValidateFunction | undefined {
@@ -74,18 +75,18 @@ export function createRunsService(deps: RunsServiceDeps) {
     const key = `${automation.automationId}:${automation.version}`;
     let validate = inputValidators.get(key);
     if (!validate) {
-      validate = ajv.compile(schema);
+      validate = compileInputSchema(schema);
       if (inputValidators.size >= 1000) inputValidators.delete(inputValidators.keys().next().value!);
       inputValidators.set(key, validate);
     }
     return validate;
   }
 
-  function checkInput(automation: DeployedAutomation, input: Record<string, unknown>): void {
+  function checkInput(automation: DeployedAutomation, input: Record<string, unknown>, base = ''): void {
     const validate = inputValidatorOf(automation);
     if (!validate || validate(input)) return;
     const error = validate.errors![0]!;
-    const param = `/input${error.instancePath}`;
+    const param = `${base}/input${error.instancePath}`;
     throw invalidParam(param, `does not match the automation's input_schema: ${error.message ?? 'is invalid'}`);
   }
 
@@ -281,7 +282,7 @@ export function createRunsService(deps: RunsServiceDeps) {
   }
 
   /** The automation (and version) a caller may run: another organization's, or one its key's mode or connection cannot see, is not found. */
-  async function runnableAutomation(principal: Principal, automationId: string, version: number | undefined) {
+  async function runnableAutomation(principal: Principal, automationId: string, version: number | undefined, base = '') {
     const automation = await automations.versionForRun(db, principal.organizationId, automationId, version);
     const visible =
       automation !== undefined &&
@@ -289,8 +290,8 @@ export function createRunsService(deps: RunsServiceDeps) {
       (principal.connectionId === null || principal.connectionId === automation.connectionId);
     if (!visible) {
       const exists = version !== undefined && (await automations.versionForRun(db, principal.organizationId, automationId)) !== undefined;
-      if (exists) throw new AppError('resource_not_found', `Automation ${automationId} has no version ${version}.`, { param: '/version' });
-      throw new AppError('resource_not_found', `No such automation: ${automationId}.`, { param: '/automation_id' });
+      if (exists) throw new AppError('resource_not_found', `Automation ${automationId} has no version ${version}.`, { param: `${base}/version` });
+      throw new AppError('resource_not_found', `No such automation: ${automationId}.`, { param: `${base}/automation_id` });
     }
     return automation;
   }
@@ -361,8 +362,55 @@ export function createRunsService(deps: RunsServiceDeps) {
     countActive: (executor, organizationId, automationId) => store.countActiveOfAutomation(executor, organizationId, automationId),
   };
 
+  const scheduleTargets: RunTargets = {
+    async checkTarget(principal, target, param) {
+      const automation = await runnableAutomation(principal, target.automation_id, undefined, param);
+      checkInput(automation, target.input, param);
+      if (target.conversation_id === undefined) return { target, connectionId: automation.connectionId };
+      const conversation = await conversations.getForReference(db, principal, target.conversation_id, `${param}/conversation_id`);
+      if (automation.connectionId !== null && conversation.connection_id !== automation.connectionId) {
+        throw invalidParam(`${param}/conversation_id`, `is on another number than the automation's (${automation.connectionId})`);
+      }
+      return { target, connectionId: conversation.connection_id };
+    },
+
+    async createForOccurrence(trx, input) {
+      const { target } = input;
+      const automation = await automations.versionForRun(trx, input.organizationId, target.automation_id);
+      if (!automation)
+        throw new AppError('resource_not_found', `Automation ${target.automation_id} no longer exists or has no deployed version.`, {
+          param: '/target/automation_id',
+        });
+      if (automation.status !== 'enabled')
+        throw new AppError('invalid_state', `Automation ${target.automation_id} is ${automation.status}.`, { param: '/target/automation_id' });
+      checkInput(automation, target.input, '/target');
+      const triggerKey = `occurrence:${input.occurrenceId}`;
+      let runTarget: RunTarget = { connectionId: automation.connectionId, contactId: null, conversationId: null };
+      if (target.conversation_id !== undefined) {
+        const principal = runPrincipal({ id: input.occurrenceId, organization_id: input.organizationId });
+        const conversation = await conversations.getForReference(trx, principal, target.conversation_id, '/target/conversation_id');
+        runTarget = { connectionId: conversation.connection_id, contactId: conversation.contact_id, conversationId: conversation.id };
+      }
+      const result = await start(trx, {
+        automation,
+        trigger: { type: 'schedule', occurrence_id: input.occurrenceId },
+        triggerKey,
+        target: runTarget,
+        input: target.input,
+        depth: 0,
+        lastMessage: null,
+      });
+      if ('started' in result) return { run_id: result.started.id };
+      if (result.refused === 'control') {
+        throw new AppError('invalid_state', `Conversation ${target.conversation_id} is under ${result.control} control.`, { param: '/target/conversation_id' });
+      }
+      throw new AppError('invalid_state', `Conversation ${target.conversation_id} already has an active run.`, { param: '/target/conversation_id' });
+    },
+  };
+
   return {
     inFlight,
+    scheduleTargets,
 
     /** `message.received`: the reply of a run in the conversation, or else the start of one. */
     async onMessageReceived(trx: Trx, event: EventEnvelope): Promise<void> {

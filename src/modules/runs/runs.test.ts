@@ -421,6 +421,102 @@ describe('runs', () => {
     assertError(refused, 409, 'invalid_state');
   });
 
+  describe('triggers', () => {
+    it('conversation_created greets a new thread; the first message is kept for a later wait', async () => {
+      const connection = await number();
+      const automation = await automationOn(connection.id, {
+        trigger: { type: 'conversation_created' },
+        start: 'hello',
+        steps: [
+          { id: 'hello', type: 'send_template', template: 'hello_world', language: 'en_US', next: 'listen' },
+          { id: 'listen', type: 'wait_for_reply', timeout_seconds: 60, save_as: 'first' },
+        ],
+      });
+      const first = await inbound(server, connection, { text: 'first words' });
+      const run = await onlyRun(automation.id);
+      assert.equal(run.trigger.type, 'conversation_created');
+      assert.equal(run.status, 'completed');
+      assert.equal(run.variables.first.id, first.id, 'the message that opened the thread reached the wait');
+      assert.equal((await outbound(first.conversation_id))[0]!.type, 'template');
+    });
+
+    it('an event trigger with a filter: a survey when a conversation is closed', async () => {
+      const connection = await number();
+      const automation = await automationOn(connection.id, {
+        trigger: { type: 'event', event: 'conversation.updated', filter: 'trigger.event.object.state == "closed"' },
+        start: 'survey',
+        steps: [{ id: 'survey', type: 'send_message', text: 'How did we do?' }],
+      });
+      const first = await inbound(server, connection, { text: 'hello' });
+      await server.request('POST', `/v1/conversations/${first.conversation_id}/tags`, { token: key, body: { tags: ['vip'] } });
+      assert.equal((await runsOf(automation.id)).length, 0, 'another change does not match the filter');
+      const closed = await server.request('PATCH', `/v1/conversations/${first.conversation_id}`, { token: key, body: { state: 'closed' } });
+      assert.equal(closed.status, 200, closed.text);
+      await settle(server);
+      const run = await onlyRun(automation.id);
+      assert.equal(run.trigger.type, 'event');
+      assert.equal(run.trigger.event_type, 'conversation.updated');
+      assert.equal(run.status, 'completed');
+      assert.deepEqual(
+        (await outbound(first.conversation_id)).map((message) => message.text.body),
+        ['How did we do?'],
+      );
+    });
+
+    it('a schedule whose target is an automation starts a run at each occurrence', async () => {
+      const connection = await number();
+      const first = await inbound(server, connection, { text: 'hello' });
+      const automation = await automationOn(connection.id, {
+        trigger: { type: 'schedule' },
+        input_schema: { type: 'object', properties: { reminder: { type: 'string' } }, required: ['reminder'] },
+        start: 'remind',
+        steps: [{ id: 'remind', type: 'send_message', text: 'Reminder: {{ input.reminder }}' }],
+      });
+      const target = { type: 'automation', automation_id: automation.id, input: { reminder: 'your table at 8' }, conversation_id: first.conversation_id };
+      const bad = await server.request('POST', '/v1/schedules', {
+        token: key,
+        body: { recurrence: { type: 'once', at: new Date(server.clock.now().getTime() + 60_000).toISOString() }, target: { ...target, input: {} } },
+      });
+      assert.equal(assertError(bad, 400, 'validation_failed').param, '/target/input');
+      const schedule = await server.request('POST', '/v1/schedules', {
+        token: key,
+        body: { recurrence: { type: 'once', at: new Date(server.clock.now().getTime() + 60_000).toISOString() }, target },
+      });
+      assert.equal(schedule.status, 201, schedule.text);
+      advance(60);
+      await settle(server);
+      const run = await onlyRun(automation.id);
+      assert.equal(run.trigger.type, 'schedule');
+      assert.equal(run.status, 'completed');
+      const occurrences = await server.request('GET', `/v1/schedules/${schedule.body.id}/occurrences`, { token: key });
+      assert.equal(occurrences.body.data[0].result.run_id, run.id);
+      assert.equal(run.trigger.occurrence_id, occurrences.body.data[0].id);
+      assert.deepEqual(
+        (await outbound(first.conversation_id)).map((message) => message.text.body),
+        ['Reminder: your table at 8'],
+      );
+    });
+
+    it('runs started by runs: never the same automation again, and chains stop at depth 3', async () => {
+      const connection = await number();
+      const starter = await automationOn(connection.id, { trigger: { type: 'message_received' }, start: 'done', steps: [done] }, 'Starter');
+      // Each of these starts when any run finishes: each other's runs, and the starter's.
+      const followers: Json[] = [];
+      for (const name of ['One', 'Two']) {
+        followers.push(await automationOn(connection.id, { trigger: { type: 'event', event: 'automation.run_finished' }, start: 'done', steps: [done] }, name));
+      }
+      await inbound(server, connection, { text: 'hello' });
+      await settle(server);
+      assert.equal((await runsOf(starter.id)).length, 1);
+      // starter (depth 0) → One (1) → Two (2) → One (3); One's second run ends the chain.
+      const one = await runsOf(followers[0]!.id);
+      const two = await runsOf(followers[1]!.id);
+      assert.equal(one.length, 2, JSON.stringify(one));
+      assert.equal(two.length, 1, JSON.stringify(two));
+      assert.ok([...one, ...two].every((run) => run.status === 'completed'));
+    });
+  });
+
   describe('POST /v1/runs', () => {
     it('checks the input against input_schema and names the field', async () => {
       const connection = await number();

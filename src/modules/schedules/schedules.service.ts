@@ -11,7 +11,8 @@ import { mergeMetadata } from '../../lib/metadata.ts';
 import { StoredJson } from '../../lib/stored-json.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
-import type { NotificationTarget, NotificationTargets } from '../notifications/notification-target.ts';
+import type { NotificationTargetResult, NotificationTargets } from '../notifications/notification-target.ts';
+import type { RunTargets } from '../runs/run-target.ts';
 import {
   checkRecurrence,
   describeRecurrence,
@@ -132,17 +133,6 @@ function timeZoneOf(name: string): string {
   return resolved;
 }
 
-/** The automation target is part of the API's shape already; the runs it starts are not built yet. */
-function refuseAutomation(target: ScheduleTarget): asserts target is NotificationTarget {
-  if (target.type === 'automation') {
-    throw new AppError(
-      'operation_unsupported',
-      'Automation targets arrive with automations: until then a schedule can only send notifications (`target.type: notification`).',
-      { param: '/target/type' },
-    );
-  }
-}
-
 /** Thrown out of the fire transaction to undo whatever the refused target wrote, then recorded in another. */
 class TargetRefused extends Error {
   readonly error: AppError;
@@ -166,10 +156,21 @@ export interface SchedulesServiceDeps {
   queue: Pick<Queue, 'enqueue' | 'cancel'>;
   audit: Pick<AuditEventsService, 'record'>;
   targets: NotificationTargets;
+  runs: RunTargets;
 }
 
 export function createSchedulesService(deps: SchedulesServiceDeps) {
-  const { db, store, clock, queue, audit, targets } = deps;
+  const { db, store, clock, queue, audit, targets, runs } = deps;
+
+  /** Checks a target with the module that creates what it names; answers it as stored and the connection the schedule belongs to. */
+  async function checkTarget(principal: Principal, target: ScheduleTarget): Promise<{ stored: ScheduleTarget; connectionId: string | null }> {
+    if (target.type === 'automation') {
+      const checked = await runs.checkTarget(principal, target, '/target');
+      return { stored: checked.target, connectionId: checked.connectionId };
+    }
+    const checked = await targets.checkTarget(principal, target, '/target');
+    return { stored: checked, connectionId: checked.connection_id ?? null };
+  }
 
   async function getRow(executor: Db, principal: Principal, id: string): Promise<SchedulesTable> {
     const row = await store.find(executor, connectionScopeOf(principal), id);
@@ -316,19 +317,18 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
       const recorded = await store.findOccurrence(trx, row.id, firing.toISOString());
       if (!recorded) {
         const occurrenceId = newId('scheduleOccurrence', now.getTime());
-        let result: Awaited<ReturnType<NotificationTargets['createForOccurrence']>> | null = null;
+        let result: NotificationTargetResult | { run_id: string } | null = null;
         if (refusal) {
           failures++;
           lastFailure = refusal;
         } else {
           try {
-            result = await targets.createForOccurrence(trx, {
-              organizationId: row.organization_id,
-              scheduleId: row.id,
-              occurrenceId,
-              target: JSON.parse(row.target) as NotificationTarget,
-              sendAt: now,
-            });
+            const target = JSON.parse(row.target) as ScheduleTarget;
+            const occurrence = { organizationId: row.organization_id, scheduleId: row.id, occurrenceId };
+            result =
+              target.type === 'automation'
+                ? await runs.createForOccurrence(trx, { ...occurrence, target })
+                : await targets.createForOccurrence(trx, { ...occurrence, target, sendAt: now });
           } catch (error) {
             if (error instanceof AppError) throw new TargetRefused(error);
             throw error;
@@ -401,7 +401,6 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
       const { principal } = actor;
       const now = clock.now();
       const timezone = timeZoneOf(input.timezone ?? 'UTC');
-      refuseAutomation(input.target);
       const startAt = input.start_at === undefined ? now.toISOString() : new Date(input.start_at).toISOString();
       const endAt = input.end_at === undefined ? null : new Date(input.end_at).toISOString();
       checkBounds(startAt, endAt, '/end_at');
@@ -411,7 +410,7 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
       const first = slotAfter(timing, now, true);
       if (!first) throw noOccurrence(recurrence);
       // Outside the transaction: it reads through the service's own handle (see docs/architecture.md).
-      const target = await targets.checkTarget(principal, input.target, '/target');
+      const target = await checkTarget(principal, input.target);
       const status = input.status ?? 'active';
 
       return db.transaction().execute(async (trx) => {
@@ -419,7 +418,7 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
         const row: SchedulesTable = {
           id: newId('schedule', now.getTime()),
           organization_id: principal.organizationId,
-          connection_id: target.connection_id ?? null,
+          connection_id: target.connectionId,
           name: input.name ?? null,
           status,
           paused_reason: null,
@@ -430,7 +429,7 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
           max_occurrences: input.max_occurrences ?? null,
           overlap_policy: input.overlap_policy ?? 'skip',
           catchup_window_seconds: input.catchup_window_seconds ?? CATCHUP_WINDOW_DEFAULT_SECONDS,
-          target: JSON.stringify(target),
+          target: JSON.stringify(target.stored),
           next_occurrence_at: status === 'active' ? first.toISOString() : null,
           last_occurrence_at: null,
           occurrence_count: 0,
@@ -469,8 +468,7 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
     async update(actor: Actor, id: string, input: UpdateScheduleInput): Promise<Schedule> {
       const now = clock.now();
       const timezone = input.timezone === undefined ? undefined : timeZoneOf(input.timezone);
-      if (input.target) refuseAutomation(input.target);
-      const checkedTarget = input.target ? await targets.checkTarget(actor.principal, input.target, '/target') : undefined;
+      const checkedTarget = input.target ? await checkTarget(actor.principal, input.target) : undefined;
 
       return db.transaction().execute(async (trx) => {
         const row = await lockRow(trx, actor.principal, id);
@@ -489,8 +487,8 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
           max_occurrences: input.max_occurrences === undefined ? row.max_occurrences : input.max_occurrences,
           overlap_policy: input.overlap_policy ?? row.overlap_policy,
           catchup_window_seconds: input.catchup_window_seconds ?? row.catchup_window_seconds,
-          target: checkedTarget ? JSON.stringify(checkedTarget) : row.target,
-          connection_id: checkedTarget ? (checkedTarget.connection_id ?? null) : row.connection_id,
+          target: checkedTarget ? JSON.stringify(checkedTarget.stored) : row.target,
+          connection_id: checkedTarget ? checkedTarget.connectionId : row.connection_id,
           metadata: mergeMetadata(row.metadata, input.metadata),
         } satisfies ScheduleChanges;
         checkBounds(fields.start_at, fields.end_at, input.end_at === undefined ? '/start_at' : '/end_at');

@@ -284,15 +284,14 @@ describe('schedules', () => {
       assert.equal(missing.param, '/target/template/name');
     });
 
-    it('an automation target is refused with operation_unsupported until automations exist, and nothing is created', async () => {
+    it('an automation target naming no automation of the organization is not found, and nothing is created', async () => {
       const before = (await server.request('GET', '/v1/schedules?limit=100', { token: owner.token })).body.data.length;
       const error = assertError(
         await create({ ...cron('0 9 * * *'), target: { type: 'automation', automation_id: 'aut_01JZ8Q6W3M4T2V9X0B7C5D1E2F', input: { plan: 'gold' } } }),
-        400,
-        'operation_unsupported',
+        404,
+        'resource_not_found',
       );
-      assert.match(error.message, /automation targets arrive with automations/i);
-      assert.equal(error.param, '/target/type');
+      assert.equal(error.param, '/target/automation_id');
       assert.equal((await server.request('GET', '/v1/schedules?limit=100', { token: owner.token })).body.data.length, before);
     });
 
@@ -311,10 +310,10 @@ describe('schedules', () => {
       assert.equal(
         assertError(
           await patch(schedule.id, { target: { type: 'automation', automation_id: 'aut_01JZ8Q6W3M4T2V9X0B7C5D1E2F', input: {} } }),
-          400,
-          'operation_unsupported',
+          404,
+          'resource_not_found',
         ).param,
-        '/target/type',
+        '/target/automation_id',
       );
       assert.equal((await get(schedule.id)).body.revision, 1, 'nothing was written');
     });
