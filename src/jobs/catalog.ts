@@ -192,6 +192,9 @@ export const idempotencyKeyPurge = defineRecurringJob({ name: 'idempotency_key.p
 /** Deletes webhook delivery attempts past `DELIVERY_RETENTION_MS`, never one whose retry is still ahead. */
 export const webhookDeliveryPurge = defineRecurringJob({ name: 'webhook_delivery.purge', ...MAINTENANCE });
 
+/** Deletes run event-log entries past `RUN_EVENT_RETENTION` (30 days). */
+export const runEventPurge = defineRecurringJob({ name: 'run_event.purge', ...MAINTENANCE });
+
 /**
  * Deletes finished jobs past `FINISHED_JOB_RETENTION`, and warns of queued jobs that no version of
  * the service seems to know (overdue by an hour, of a name not in this catalogue).
@@ -215,5 +218,6 @@ export const JOBS = [
   runTimeout,
   idempotencyKeyPurge,
   webhookDeliveryPurge,
+  runEventPurge,
   jobPurge,
 ] as const;

@@ -7,6 +7,7 @@
  */
 import { ALL_EVENTS, type EventEmitter } from '../../events/emit.ts';
 import type { AutomationsForRuns, InFlightRuns } from '../automations/automation-runs.ts';
+import type { ConversationsService } from '../conversations/index.ts';
 import type { Module } from '../module.ts';
 import { createDryRuns } from './dry-run.ts';
 import { createRunEngine, type RunEngineDeps } from './run-engine.ts';
@@ -16,7 +17,8 @@ import { createRunsService, type RunsService, type RunsServiceDeps } from './run
 import { createRunsStore } from './runs.store.ts';
 
 export type RunsModuleDeps = Omit<RunEngineDeps, 'store' | 'events' | 'automations'> &
-  Pick<RunsServiceDeps, 'connections' | 'contacts' | 'conversations'> & {
+  Pick<RunsServiceDeps, 'connections' | 'contacts'> & {
+    conversations: RunsServiceDeps['conversations'] & Pick<ConversationsService, 'onFold'>;
     events: Pick<EventEmitter, 'emit' | 'subscribe'>;
     automations: AutomationsForRuns & { attachRuns(runs: InFlightRuns): void };
   };
@@ -32,7 +34,8 @@ export function createRunsModule(deps: RunsModuleDeps): Module<RunsService> {
   deps.events.subscribe(['conversation.created'], (trx, event) => service.onConversationCreated(trx, event));
   deps.events.subscribe(['conversation.updated'], (trx, event) => service.onConversationUpdated(trx, event));
   deps.events.subscribe(ALL_EVENTS, (trx, event) => service.onEvent(trx, event));
-  return { name: 'runs', service, routes: (server) => registerRunsRoutes(server, service), jobs: runJobs(engine) };
+  deps.conversations.onFold((trx, from, to) => service.onConversationFolded(trx, from, to));
+  return { name: 'runs', service, routes: (server) => registerRunsRoutes(server, service), jobs: runJobs(engine, service) };
 }
 
 export type { RunsService } from './runs.service.ts';

@@ -1,7 +1,12 @@
-import { runStep, runTimeout } from '../../jobs/catalog.ts';
-import { handleJob } from '../module.ts';
+import { runEventPurge, runStep, runTimeout } from '../../jobs/catalog.ts';
+import { handleJob, type JobRegistration } from '../module.ts';
 import type { RunEngine } from './run-engine.ts';
+import type { RunsService } from './runs.service.ts';
 
-export function runJobs(engine: RunEngine) {
-  return [handleJob(runStep, (payload) => engine.runStep(payload.run_id, payload.seq)), handleJob(runTimeout, (payload) => engine.timeOut(payload.run_id))];
+export function runJobs(engine: RunEngine, service: RunsService): JobRegistration[] {
+  return [
+    handleJob(runStep, (payload) => engine.runStep(payload.run_id, payload.seq)),
+    handleJob(runTimeout, (payload) => engine.timeOut(payload.run_id)),
+    handleJob(runEventPurge, async (_payload, context) => void (await service.purgeEvents({ signal: context.signal }))),
+  ];
 }

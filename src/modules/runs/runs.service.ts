@@ -3,7 +3,8 @@ import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { RunsTable } from '../../db/schema.ts';
 import type { EventEnvelope } from '../../events/envelope.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
+import { DAY, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Log } from '../../lib/log.ts';
@@ -59,6 +60,9 @@ interface StartRequest {
 type StartResult = { started: RunsTable } | { refused: 'control'; control: string } | { refused: 'busy' };
 
 const objectOf = (event: EventEnvelope) => event.data.object;
+
+/** How long a run's event log is kept (`GET /v1/runs/{id}/events`). */
+export const RUN_EVENT_RETENTION_MS = 30 * DAY;
 
 /**
  * Runs: starting them (from the triggers' event subscribers and `POST /v1/runs`), handing replies and
@@ -411,6 +415,25 @@ export function createRunsService(deps: RunsServiceDeps) {
   return {
     inFlight,
     scheduleTargets,
+
+    /**
+     * A contact merge folds conversation `from` into `to`: their runs follow it. A conversation holds
+     * one active run, so when both have one, the folded conversation's is canceled first.
+     */
+    async onConversationFolded(trx: Trx, from: string, to: string): Promise<void> {
+      const folded = await store.lockActiveInConversation(trx, from);
+      if (folded && (await store.lockActiveInConversation(trx, to))) {
+        engine.setCause(trx, { automationId: folded.automation_id, depth: folded.depth });
+        await engine.finish(trx, new RunChange(folded, clock.now()), 'canceled', { outcome: 'conversation_merged' });
+      }
+      await store.moveConversation(trx, from, to);
+    },
+
+    /** Deletes event-log entries past their 30 days, in bounded batches (the `run_event.purge` job). */
+    purgeEvents(options: PurgeOptions = {}): Promise<PurgeResult> {
+      const before = new Date(clock.now().getTime() - RUN_EVENT_RETENTION_MS).toISOString();
+      return purgeInBatches((limit) => store.deleteEventsBefore(db, before, limit), options);
+    },
 
     /** `message.received`: the reply of a run in the conversation, or else the start of one. */
     async onMessageReceived(trx: Trx, event: EventEnvelope): Promise<void> {

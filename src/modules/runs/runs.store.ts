@@ -127,6 +127,24 @@ export function createRunsStore() {
         .executeTakeFirstOrThrow();
       return Number(row.count);
     },
+    /** Deletes at most `limit` event-log entries older than `before`, of any run; answers how many went. */
+    async deleteEventsBefore(db: Db, before: string, limit: number): Promise<number> {
+      const result = await db
+        .deleteFrom('run_events')
+        .where((eb) =>
+          eb(
+            eb.refTuple('run_id', 'seq'),
+            'in',
+            eb.selectFrom('run_events').select(['run_id', 'seq']).where('at', '<', before).limit(limit).$asTuple('run_id', 'seq'),
+          ),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+    /** A merge folded one conversation into another: its runs, ended ones included, belong to the survivor. */
+    async moveConversation(db: Db, from: string, to: string): Promise<void> {
+      await db.updateTable('runs').set({ conversation_id: to }).where('conversation_id', '=', from).execute();
+    },
     async versionsInUse(db: Db, automationId: string): Promise<Set<number>> {
       const rows = await db.selectFrom('runs').select('version').distinct().where('automation_id', '=', automationId).execute();
       return new Set(rows.map((row) => row.version));

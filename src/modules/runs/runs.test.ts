@@ -517,6 +517,37 @@ describe('runs', () => {
     });
   });
 
+  describe('housekeeping', () => {
+    it('a contact merge folds conversations with their runs: one active run survives', async () => {
+      const connection = await number();
+      const automation = await automationOn(connection.id, replyFlow());
+      const kept = await inbound(server, connection, { text: 'from the phone' });
+      const folded = await inbound(server, connection, { text: 'from the tablet' });
+      const merged = await server.request('POST', `/v1/contacts/${kept.contact_id}/merge`, { token: key, body: { source_contact_id: folded.contact_id } });
+      assert.equal(merged.status, 200, merged.text);
+      const runs = await runsOf(automation.id);
+      assert.equal(runs.length, 2);
+      assert.ok(runs.every((run) => run.conversation_id === kept.conversation_id));
+      assert.deepEqual(runs.map((run) => run.status).sort(), ['canceled', 'waiting']);
+      assert.equal(runs.find((run) => run.status === 'canceled')!.outcome, 'conversation_merged');
+    });
+
+    it('event-log entries go after 30 days', async () => {
+      const connection = await number();
+      const automation = await automationOn(connection.id, replyFlow());
+      await inbound(server, connection, { text: 'hello' });
+      const run = await onlyRun(automation.id);
+      const before = (await eventsOf(run.id)).length;
+      assert.ok(before > 0);
+      advance(30 * 24 * 3600 - 1);
+      await server.app.services.runs.purgeEvents();
+      assert.equal((await eventsOf(run.id)).length, before, 'kept for 30 days');
+      advance(2);
+      await server.app.services.runs.purgeEvents();
+      assert.deepEqual(await eventsOf(run.id), []);
+    });
+  });
+
   describe('POST /v1/runs', () => {
     it('checks the input against input_schema and names the field', async () => {
       const connection = await number();
