@@ -412,13 +412,14 @@ export function createRunEngine(deps: RunEngineDeps) {
         await emitRun(trx, 'automation.run_started', change.row);
       }
       const stepId = row.current_step_id;
+      const uncounted = { steps_executed: change.row.steps_executed, visits: change.row.visits };
       const tripped = countStep(change);
       if (tripped) return fail(trx, change, tripped.code, tripped.message);
       const onError = plan?.kind === 'act' ? plan.onError : null;
       if (failure || !plan) return failStep(trx, change, failure ?? new StepFailure('invalid_state', 'the step has no plan'), onError);
       change.note('step.started', stepId, { type: step!.type });
       try {
-        await carryOut(trx, change, step!, plan, prepared, skipTo, context);
+        await carryOut(trx, change, step!, plan, { prepared, skipTo, context, uncounted });
       } catch (error) {
         await failStep(trx, change, failureOf(error), onError);
       }
@@ -430,10 +431,15 @@ export function createRunEngine(deps: RunEngineDeps) {
     change: RunChange,
     step: Step,
     plan: StepPlan,
-    prepared: Awaited<ReturnType<typeof prepareSend>> | undefined,
-    skipTo: string | null | undefined,
-    context: ExpressionContext,
+    done: {
+      prepared: Awaited<ReturnType<typeof prepareSend>> | undefined;
+      skipTo: string | null | undefined;
+      context: ExpressionContext;
+      /** The guards' counts before this step: a paused step did not run, and runs again from the start. */
+      uncounted: Pick<RunsTable, 'steps_executed' | 'visits'>;
+    },
   ): Promise<void> {
+    const { prepared, skipTo, context } = done;
     switch (plan.kind) {
       case 'advance':
         if (plan.variables) setVariables(change, plan.variables);
@@ -442,8 +448,7 @@ export function createRunEngine(deps: RunEngineDeps) {
       case 'act': {
         const standingNow = await standing(trx, change.row);
         if (!standingNow.free) {
-          // Undo the step's count: it runs again, from the start, once control comes back.
-          change.set({ steps_executed: change.row.steps_executed - 1 });
+          change.set(done.uncounted);
           return pause(trx, change, standingNow.why);
         }
         if (skipTo !== undefined) {

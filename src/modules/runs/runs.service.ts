@@ -247,22 +247,24 @@ export function createRunsService(deps: RunsServiceDeps) {
 
   /**
    * A customer's message goes to the run active in its conversation: a run waiting for a reply takes
-   * it (when its `match` holds), a run busy before its wait keeps it for that wait; a paused run lets
-   * it pass (whoever has the conversation reads it). Answers whether a run had the conversation.
+   * it (when its `match` holds), a run busy before its wait or in a delay keeps it for its next wait;
+   * a paused run lets it pass (whoever has the conversation reads it). Answers whether a run had the
+   * conversation.
    */
   async function deliverReply(trx: Trx, message: Record<string, unknown>): Promise<boolean> {
     const conversationId = message.conversation_id as string;
     const row = await store.lockActiveInConversation(trx, conversationId);
     if (!row) return false;
     const change = new RunChange(row, clock.now());
-    if (row.status === 'queued' || row.status === 'running') {
+    const waitingFor = row.waiting_for === null ? null : (JSON.parse(row.waiting_for) as { type: string });
+    if (row.status === 'paused') return true;
+    if (row.status !== 'waiting' || waitingFor?.type !== 'reply') {
+      // Busy before its wait (or in a delay): the next wait takes it.
       change.set({ early_reply: JSON.stringify(message) });
       change.note('wait.reply_kept', row.current_step_id, { message_id: message.id });
       await change.save(trx, store);
       return true;
     }
-    const waitingFor = row.waiting_for === null ? null : (JSON.parse(row.waiting_for) as { type: string });
-    if (row.status !== 'waiting' || waitingFor?.type !== 'reply') return true;
     const conversation = await conversations.lockForRun(trx, conversationId);
     if (conversation?.control !== 'automation') return true;
     const step = stepOf(await engine.definitionOf(trx, row), row.current_step_id!);
