@@ -28,7 +28,15 @@ export interface InFlightRuns {
    */
   settle(
     trx: Trx,
-    input: { organizationId: string; automationId: string; policy: InFlightPolicy; toVersion: number | null; definition: Definition | null },
+    input: {
+      organizationId: string;
+      automationId: string;
+      /** Why: a canceled run's `outcome` says it (`canceled_by_deploy`, `canceled_by_disable`, `canceled_by_delete`). */
+      cause: 'deploy' | 'disable' | 'delete';
+      policy: InFlightPolicy;
+      toVersion: number | null;
+      definition: Definition | null;
+    },
   ): Promise<InFlightCounts>;
   /** The versions runs of the automation were started on (never pruned while a run refers to them). */
   versionsInUse(db: Db | Trx, automationId: string): Promise<Set<number>>;

@@ -293,7 +293,14 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       updated_at: clock.now().toISOString(),
     } satisfies AutomationChanges;
     await store.update(trx, row.id, changes);
-    const counts = await settler.settle(trx, { organizationId: row.organization_id, automationId: row.id, policy, toVersion: number, definition });
+    const counts = await settler.settle(trx, {
+      organizationId: row.organization_id,
+      automationId: row.id,
+      cause: 'deploy',
+      policy,
+      toVersion: number,
+      definition,
+    });
     await audit.record(trx, actor, {
       action,
       target: { type: 'automation', id: row.id },
@@ -480,7 +487,14 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         }
         const counts =
           active > 0
-            ? await settler.settle(trx, { organizationId: row.organization_id, automationId: id, policy: 'cancel', toVersion: null, definition: null })
+            ? await settler.settle(trx, {
+                organizationId: row.organization_id,
+                automationId: id,
+                cause: 'delete',
+                policy: 'cancel',
+                toVersion: null,
+                definition: null,
+              })
             : null;
         const now = clock.now().toISOString();
         await store.update(trx, id, { deleted_at: now, updated_at: now });
@@ -587,7 +601,14 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         const row = await lockRow(trx, actor.principal, id);
         const changes = { status: 'disabled', disabled_reason: 'user', updated_at: clock.now().toISOString() } satisfies AutomationChanges;
         await store.update(trx, id, changes);
-        const counts = await settler.settle(trx, { organizationId: row.organization_id, automationId: id, policy, toVersion: null, definition: null });
+        const counts = await settler.settle(trx, {
+          organizationId: row.organization_id,
+          automationId: id,
+          cause: 'disable',
+          policy,
+          toVersion: null,
+          definition: null,
+        });
         await audit.record(trx, actor, {
           action: 'automation.disabled',
           target: { type: 'automation', id },

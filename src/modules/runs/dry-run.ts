@@ -14,8 +14,8 @@ import type { DeployedAutomation } from '../automations/automation-runs.ts';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, type StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
 import type { SendingService } from '../messages/index.ts';
-import { MAX_STEPS_PER_RUN, MAX_VISITS_PER_STEP, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
-import { afterWait, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply } from './run-steps.ts';
+import { endingEntry, failureOf, MAX_STEPS_PER_RUN, MAX_VISITS_PER_STEP, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
+import { afterWait, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply } from './run-steps.ts';
 import type { Run, RunEvent, RunTrigger, TriggerRunInput } from './runs.schemas.ts';
 import type { RunsStore } from './runs.store.ts';
 
@@ -55,14 +55,14 @@ export function createDryRuns(deps: {
     let now = new Date(Date.parse(row.created_at));
     const visits = new Map<string, number>();
     const context = async (): Promise<ExpressionContext> => ({ ...(await engine.contextOf(db, change.row)), now: now.toISOString() });
-    const end = (status: 'completed' | 'failed', detail: { outcome?: string; code?: string; message?: string }) => {
-      change.set({
-        status,
-        finished_at: now.toISOString(),
-        outcome: detail.outcome ?? null,
-        error: detail.code ? JSON.stringify({ code: detail.code, message: detail.message, step_id: change.row.current_step_id }) : null,
-      });
-      change.note(`run.${status}`, change.row.current_step_id, { ...detail });
+    const end = (status: 'completed' | 'failed', detail: { outcome?: string; reason?: string | null; code?: string; message?: string }) => {
+      const error = detail.code === undefined ? undefined : { code: detail.code, message: detail.message ?? '', step_id: change.row.current_step_id };
+      change.set({ status, finished_at: now.toISOString(), outcome: detail.outcome ?? null, error: error ? JSON.stringify(error) : null });
+      change.note(
+        `run.${status}`,
+        change.row.current_step_id,
+        endingEntry({ ...(detail.outcome ? { outcome: detail.outcome } : {}), reason: detail.reason ?? null, ...(error ? { error } : {}) }),
+      );
     };
     const go = (next: string | null): boolean => {
       if (next === null) {
@@ -102,12 +102,11 @@ export function createDryRuns(deps: {
                 if (!go(skipTo)) return;
                 continue;
               }
-              change.note('effect.message_queued', step.id, { simulated: true, content: plan.effect.content }, change.row.contact_id);
+              // No contact on the entry: a simulated send does not count toward the live guard on automated messages.
+              change.note('effect.message_queued', step.id, { simulated: true, content: plan.effect.content });
             } else {
-              change.note(`effect.${plan.effect.type === 'tags' ? 'tags_changed' : plan.effect.type === 'assign' ? 'assigned' : 'handed_off'}`, step.id, {
-                simulated: true,
-                ...plan.effect,
-              });
+              const entry = effectEntry(plan.effect);
+              change.note(entry.type, step.id, { simulated: true, ...entry.data });
             }
             if (plan.effect.type === 'handoff') return end('completed', { outcome: 'handed_off' });
             change.note('step.completed', step.id);
@@ -129,7 +128,7 @@ export function createDryRuns(deps: {
               const message = simulatedMessage(reply, repliesUsed++, now);
               const outcome = takeReply(waitStep, message, await context());
               if (!outcome.taken) {
-                change.note('wait.reply_ignored', step.id, { message_id: message.id });
+                change.note('wait.reply_ignored', step.id, { message_id: message.id, ...(outcome.error ? { error: outcome.error } : {}) });
                 continue;
               }
               setVariables(change, outcome.variables);
@@ -153,19 +152,14 @@ export function createDryRuns(deps: {
             if (!go(plan.next)) return;
             continue;
           case 'end':
-            return end('completed', { outcome: plan.outcome });
+            return end('completed', { outcome: plan.outcome, reason: plan.reason });
           case 'unavailable':
             return end('failed', { code: 'invalid_state', message: plan.message });
         }
       } catch (error) {
         const onError = 'on_error' in step ? (step.on_error ?? null) : null;
-        const failure =
-          error instanceof AppError
-            ? { code: error.code, message: error.message }
-            : error instanceof ExpressionError || error instanceof TypeError
-              ? { code: 'expression_failed', message: error.message }
-              : undefined;
-        if (!failure) throw error;
+        const { code, message } = failureOf(error);
+        const failure = { code, message };
         change.note('step.failed', step.id, failure);
         if (onError === null) return end('failed', failure);
         if (!go(onError)) return;

@@ -6,7 +6,7 @@
  * automations module its in-flight runs (`attachRuns`), which deploys and disables settle.
  */
 import { ALL_EVENTS, type EventEmitter } from '../../events/emit.ts';
-import type { AutomationsForRuns, InFlightRuns } from '../automations/automation-runs.ts';
+import type { InFlightRuns } from '../automations/automation-runs.ts';
 import type { ConversationsService } from '../conversations/index.ts';
 import type { Module } from '../module.ts';
 import { createDryRuns } from './dry-run.ts';
@@ -20,7 +20,7 @@ export type RunsModuleDeps = Omit<RunEngineDeps, 'store' | 'events' | 'automatio
   Pick<RunsServiceDeps, 'connections' | 'contacts'> & {
     conversations: RunsServiceDeps['conversations'] & Pick<ConversationsService, 'onFold'>;
     events: Pick<EventEmitter, 'emit' | 'subscribe'>;
-    automations: AutomationsForRuns & { attachRuns(runs: InFlightRuns): void };
+    automations: RunsServiceDeps['automations'] & { attachRuns(runs: InFlightRuns): void };
   };
 
 export function createRunsModule(deps: RunsModuleDeps): Module<RunsService> {
@@ -33,6 +33,7 @@ export function createRunsModule(deps: RunsModuleDeps): Module<RunsService> {
   deps.events.subscribe(['message.received'], (trx, event) => service.onMessageReceived(trx, event));
   deps.events.subscribe(['conversation.created'], (trx, event) => service.onConversationCreated(trx, event));
   deps.events.subscribe(['conversation.updated'], (trx, event) => service.onConversationUpdated(trx, event));
+  deps.events.subscribe(['conversation.lock_changed'], (trx, event) => service.onLockChanged(trx, event));
   deps.events.subscribe(ALL_EVENTS, (trx, event) => service.onEvent(trx, event));
   deps.conversations.onFold((trx, from, to) => service.onConversationFolded(trx, from, to));
   return { name: 'runs', service, routes: (server) => registerRunsRoutes(server, service), jobs: runJobs(engine, service) };

@@ -23,7 +23,7 @@ import type { ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { SCOPES } from '../credentials/scopes.schemas.ts';
 import type { SendingService } from '../messages/index.ts';
-import { afterWait, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type Effect, type StepPlan } from './run-steps.ts';
+import { afterWait, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type Effect, type StepPlan } from './run-steps.ts';
 import type { Run, RunError, RunStatus, RunTrigger, WaitingFor } from './runs.schemas.ts';
 import type { RunChanges, RunsStore } from './runs.store.ts';
 
@@ -79,6 +79,15 @@ export function runPrincipal(row: Pick<RunsTable, 'id' | 'organization_id'>): Pr
     mode: null,
     connectionId: null,
     scopes: new Set(SCOPES),
+  };
+}
+
+/** The data of a run's last event-log entry (`run.completed`, `run.failed`, ...), live or dry. */
+export function endingEntry(detail: { outcome?: string; reason?: string | null; error?: RunError }): Record<string, unknown> {
+  return {
+    ...(detail.outcome ? { outcome: detail.outcome } : {}),
+    ...(detail.reason ? { reason: detail.reason } : {}),
+    ...(detail.error ? { error: detail.error } : {}),
   };
 }
 
@@ -156,7 +165,8 @@ class StepFailure extends Error {
   }
 }
 
-function failureOf(error: unknown): StepFailure {
+/** A step's failure as the run records it; anything else thrown is a fault of the service, not of the step. */
+export function failureOf(error: unknown): StepFailure {
   if (error instanceof StepFailure) return error;
   if (error instanceof ExpressionError) return new StepFailure('expression_failed', error.message);
   if (error instanceof AppError) return new StepFailure(error.code, error.message);
@@ -230,7 +240,7 @@ export function createRunEngine(deps: RunEngineDeps) {
     trx: Trx,
     change: RunChange,
     status: 'completed' | 'canceled' | 'failed' | 'timed_out',
-    detail: { outcome?: string; error?: RunError },
+    detail: { outcome?: string; reason?: string | null; error?: RunError },
   ) {
     const now = clock.now().toISOString();
     change.bump();
@@ -241,10 +251,7 @@ export function createRunEngine(deps: RunEngineDeps) {
       outcome: detail.outcome ?? null,
       error: detail.error ? JSON.stringify(detail.error) : null,
     });
-    change.note(`run.${status}`, change.row.current_step_id, {
-      ...(detail.outcome ? { outcome: detail.outcome } : {}),
-      ...(detail.error ? { error: detail.error } : {}),
-    });
+    change.note(`run.${status}`, change.row.current_step_id, endingEntry(detail));
     await change.save(trx, store);
     await queue.cancel(trx, runTimeoutKey(change.row.id));
     const { row } = change;
@@ -328,17 +335,19 @@ export function createRunEngine(deps: RunEngineDeps) {
         change.note('effect.message_queued', stepId, { message_id: message.id, type: message.type }, row.contact_id);
         return;
       }
+    }
+    if (row.conversation_id === null) throw new StepFailure('invalid_state', 'The run has no conversation to change.');
+    const entry = effectEntry(effect);
+    change.note(entry.type, stepId, entry.data);
+    switch (effect.type) {
       case 'tags':
-        change.note('effect.tags_changed', stepId, { add: effect.add, remove: effect.remove });
-        await conversations.changeForRun(trx, row.conversation_id!, { addTags: effect.add, removeTags: effect.remove });
+        await conversations.changeForRun(trx, row.conversation_id, { addTags: effect.add, removeTags: effect.remove });
         return;
       case 'assign':
-        change.note('effect.assigned', stepId, { member_id: effect.memberId });
-        await conversations.changeForRun(trx, row.conversation_id!, { assigneeId: effect.memberId });
+        await conversations.changeForRun(trx, row.conversation_id, { assigneeId: effect.memberId });
         return;
       case 'handoff':
-        change.note('effect.handed_off', stepId, { assign_to: effect.assignTo, note: effect.note });
-        await conversations.changeForRun(trx, row.conversation_id!, { control: 'agent', ...(effect.assignTo ? { assigneeId: effect.assignTo } : {}) });
+        await conversations.changeForRun(trx, row.conversation_id, { control: 'agent', ...(effect.assignTo ? { assigneeId: effect.assignTo } : {}) });
         return;
     }
   }
@@ -365,7 +374,7 @@ export function createRunEngine(deps: RunEngineDeps) {
   async function takeForWait(trx: Trx, change: RunChange, step: StepOf<'wait_for_reply'>, reply: Record<string, unknown>, context: ExpressionContext) {
     const outcome = takeReply(step, reply, context);
     if (!outcome.taken) {
-      change.note('wait.reply_ignored', step.id, { message_id: reply.id });
+      change.note('wait.reply_ignored', step.id, { message_id: reply.id, ...(outcome.error ? { error: outcome.error } : {}) });
       return false;
     }
     setVariables(change, outcome.variables);
@@ -415,7 +424,8 @@ export function createRunEngine(deps: RunEngineDeps) {
       const uncounted = { steps_executed: change.row.steps_executed, visits: change.row.visits };
       const tripped = countStep(change);
       if (tripped) return fail(trx, change, tripped.code, tripped.message);
-      const onError = plan?.kind === 'act' ? plan.onError : null;
+      // A step with an error branch takes it for any failure of its own: an expression as much as a refused send.
+      const onError = step && 'on_error' in step ? (step.on_error ?? null) : null;
       if (failure || !plan) return failStep(trx, change, failure ?? new StepFailure('invalid_state', 'the step has no plan'), onError);
       change.note('step.started', stepId, { type: step!.type });
       try {
@@ -471,7 +481,7 @@ export function createRunEngine(deps: RunEngineDeps) {
       case 'delay':
         return wait(trx, change, { type: 'delay', until: plan.until.toISOString(), approval_id: null });
       case 'end':
-        return finish(trx, change, 'completed', { outcome: plan.outcome });
+        return finish(trx, change, 'completed', { outcome: plan.outcome, reason: plan.reason });
       case 'unavailable':
         throw new StepFailure('invalid_state', plan.message);
     }

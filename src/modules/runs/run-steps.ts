@@ -6,7 +6,7 @@
  */
 import { Cron } from 'croner';
 import type { Definition, Step, StepOf } from '../automations/definition.schemas.ts';
-import { evaluateCondition, evaluateExpression, renderText, type ExpressionContext } from '../automations/definition/expressions.ts';
+import { evaluateCondition, evaluateExpression, ExpressionError, renderText, type ExpressionContext } from '../automations/definition/expressions.ts';
 import type { SendMessageInput } from '../messages/messages.schemas.ts';
 import type { TemplateParameters } from '../templates/templates.schemas.ts';
 
@@ -142,10 +142,28 @@ export function takeReply(
   step: StepOf<'wait_for_reply'>,
   reply: Record<string, unknown>,
   context: ExpressionContext,
-): { taken: boolean; variables: Record<string, unknown> } {
+): { taken: boolean; variables: Record<string, unknown>; error?: string } {
   const withReply = { ...context, message: reply };
-  if (step.match !== undefined && !evaluateCondition(step.match, withReply)) return { taken: false, variables: {} };
+  try {
+    if (step.match !== undefined && !evaluateCondition(step.match, withReply)) return { taken: false, variables: {} };
+  } catch (error) {
+    // A `match` that cannot be evaluated on this reply (a field it lacks) does not match it: the wait goes on.
+    if (error instanceof ExpressionError) return { taken: false, variables: {}, error: error.message };
+    throw error;
+  }
   return { taken: true, variables: step.save_as === undefined ? {} : { [step.save_as]: reply } };
+}
+
+/** The event-log entry of a side effect other than a send (whose entry names the message it filed). */
+export function effectEntry(effect: Exclude<Effect, { type: 'send' }>): { type: string; data: Record<string, unknown> } {
+  switch (effect.type) {
+    case 'tags':
+      return { type: 'effect.tags_changed', data: { add: effect.add, remove: effect.remove } };
+    case 'assign':
+      return { type: 'effect.assigned', data: { member_id: effect.memberId } };
+    case 'handoff':
+      return { type: 'effect.handed_off', data: { assign_to: effect.assignTo, note: effect.note } };
+  }
 }
 
 /** Where a wait goes next, by how it ended. */

@@ -12,6 +12,7 @@ import type { AutomationsForRuns, DeployedAutomation, InFlightCounts, InFlightRu
 import { DEFAULT_RUN_TIMEOUT_SECONDS, type TriggerType } from '../automations/definition.schemas.ts';
 import { evaluateCondition, ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
 import { compileInputSchema } from '../automations/definition/input-schema.ts';
+import type { AutomationsService } from '../automations/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { Conversation, ConversationsService } from '../conversations/index.ts';
@@ -30,7 +31,7 @@ export interface RunsServiceDeps {
   store: RunsStore;
   engine: RunEngine;
   dryRuns: DryRuns;
-  automations: AutomationsForRuns;
+  automations: AutomationsForRuns & Pick<AutomationsService, 'get'>;
   connections: Pick<ConnectionsService, 'modeOf' | 'getForReference'>;
   contacts: Pick<ContactsService, 'getForReference' | 'findOrCreateForInbound'>;
   conversations: Pick<ConversationsService, 'lockForRun' | 'changeForRun' | 'openThread' | 'getForReference'>;
@@ -205,7 +206,7 @@ export function createRunsService(deps: RunsServiceDeps) {
       // A run never starts its own automation again (not through its own events, not through its runs').
       if (cause?.automationId === automation.automationId || objectOf(event).automation_id === automation.automationId) continue;
       if (!(await runsOn(trx, automation, target.connectionId))) continue;
-      context ??= await triggerContext(trx, event, target, lastMessage);
+      context ??= await triggerContext(trx, event, trigger.run, target, lastMessage);
       if (!passesFilter(automation, context)) continue;
       const result = await start(trx, {
         automation,
@@ -229,14 +230,21 @@ export function createRunsService(deps: RunsServiceDeps) {
     return row && { automationId: row.automation_id, depth: row.depth };
   }
 
-  async function triggerContext(trx: Trx, event: EventEnvelope, target: RunTarget, message: Record<string, unknown> | null): Promise<ExpressionContext> {
+  /** What a trigger's filter reads: what the run's steps would read, and the event itself under `trigger.event`. */
+  async function triggerContext(
+    trx: Trx,
+    event: EventEnvelope,
+    trigger: RunTrigger,
+    target: RunTarget,
+    message: Record<string, unknown> | null,
+  ): Promise<ExpressionContext> {
     const principal = runPrincipal({ id: event.id, organization_id: event.organization_id });
     const contact = target.contactId ? await contacts.getForReference(trx, principal, target.contactId, '/contact_id').catch(() => null) : null;
     const conversation = target.conversationId ? await conversations.getForReference(trx, principal, target.conversationId).catch(() => null) : null;
     return {
       input: {},
       vars: {},
-      trigger: { type: event.type, event: { id: event.id, type: event.type, object: objectOf(event) } },
+      trigger: { ...trigger, event: { id: event.id, type: event.type, object: objectOf(event) } },
       message,
       contact: contact as Record<string, unknown> | null,
       conversation: conversation as Record<string, unknown> | null,
@@ -270,14 +278,13 @@ export function createRunsService(deps: RunsServiceDeps) {
     const step = stepOf(await engine.definitionOf(trx, row), row.current_step_id!);
     if (step?.type !== 'wait_for_reply') return true;
     engine.setCause(trx, { automationId: row.automation_id, depth: row.depth });
-    try {
-      if (!(await engine.takeForWait(trx, change, step, message, await engine.contextOf(trx, row)))) await change.save(trx, store);
-    } catch (error) {
-      if (!(error instanceof ExpressionError)) throw error;
-      change.note('wait.reply_ignored', step.id, { message_id: message.id, error: error.message });
-      await change.save(trx, store);
-    }
+    if (!(await engine.takeForWait(trx, change, step, message, await engine.contextOf(trx, row)))) await change.save(trx, store);
     return true;
+  }
+
+  async function resumePaused(trx: Trx, conversationId: string): Promise<void> {
+    const row = await store.lockActiveInConversation(trx, conversationId);
+    if (row?.status === 'paused') await engine.resume(trx, row);
   }
 
   /** The run of a caller's organization that the caller may see; another's is not found. */
@@ -295,8 +302,11 @@ export function createRunsService(deps: RunsServiceDeps) {
       (principal.mode === null || principal.mode === automation.mode) &&
       (principal.connectionId === null || principal.connectionId === automation.connectionId);
     if (!visible) {
-      const exists = version !== undefined && (await automations.versionForRun(db, principal.organizationId, automationId)) !== undefined;
-      if (exists) throw new AppError('resource_not_found', `Automation ${automationId} has no version ${version}.`, { param: `${base}/version` });
+      // Told apart only once refused: an automation the caller may see, without the version asked for (or any deployed one).
+      const seen = await automations.get(principal, automationId).catch(() => undefined);
+      if (seen && version !== undefined)
+        throw new AppError('resource_not_found', `Automation ${automationId} has no version ${version}.`, { param: `${base}/version` });
+      if (seen) throw invalidParam(`${base}/version`, `is required: automation ${automationId} has no deployed version`, 'required');
       throw new AppError('resource_not_found', `No such automation: ${automationId}.`, { param: `${base}/automation_id` });
     }
     return automation;
@@ -345,7 +355,7 @@ export function createRunsService(deps: RunsServiceDeps) {
         const change = new RunChange(row, clock.now());
         if (input.policy === 'cancel') {
           engine.setCause(trx, { automationId: row.automation_id, depth: row.depth });
-          await engine.finish(trx, change, 'canceled', { outcome: 'canceled_by_deploy' });
+          await engine.finish(trx, change, 'canceled', { outcome: `canceled_by_${input.cause}` });
           counts.canceled += 1;
           continue;
         }
@@ -484,8 +494,15 @@ export function createRunsService(deps: RunsServiceDeps) {
     /** `conversation.updated` with control back to `automation`: the paused run there resumes its step. */
     async onConversationUpdated(trx: Trx, event: EventEnvelope): Promise<void> {
       if (event.previous_attributes?.control === undefined || objectOf(event).control !== 'automation') return;
-      const row = await store.lockActiveInConversation(trx, objectOf(event).id as string);
-      if (row?.status === 'paused') await engine.resume(trx, row);
+      await resumePaused(trx, objectOf(event).id as string);
+    },
+
+    /** `conversation.lock_changed` to anything but held: a run paused by the lock resumes (it pauses again if it still may not act). */
+    async onLockChanged(trx: Trx, event: EventEnvelope): Promise<void> {
+      const lock = objectOf(event);
+      if (lock.status === 'held') return;
+      const conversation = await conversations.lockForRun(trx, lock.conversation_id as string);
+      if (conversation?.control === 'automation') await resumePaused(trx, conversation.id);
     },
 
     /**
@@ -521,8 +538,9 @@ export function createRunsService(deps: RunsServiceDeps) {
         throw new AppError('invalid_state', `Automation ${automation.automationId} is ${automation.status}; enable it to run it (or make a dry run).`, {
           param: '/automation_id',
         });
-      if (target.connectionId === null)
+      if (target.conversation === null && target.contactId === null && target.to === null) {
         throw invalidParam('/conversation_id', 'or contact_id or to is required: a live run acts in a conversation', 'required');
+      }
       return db.transaction().execute(async (trx) => {
         const contactId =
           target.contactId ??

@@ -264,9 +264,16 @@ describe('runs', () => {
     const lock = await server.request('POST', `/v1/conversations/${first.conversation_id}/lock`, { token: agent.token, body: {} });
     assert.equal(lock.status, 201, lock.text);
     await settle(server);
-    const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
+    let run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
     assert.equal(run.status, 'paused');
     assert.equal((await outbound(first.conversation_id)).length, 0);
+    // The member lets go: the run takes up its step again.
+    const released = await server.request('DELETE', `/v1/conversations/${first.conversation_id}/lock`, { token: agent.token });
+    assert.equal(released.status, 200, released.text);
+    await settle(server);
+    run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: key })).body;
+    assert.equal(run.status, 'waiting');
+    assert.equal((await outbound(first.conversation_id)).length, 1);
   });
 
   it("an echo from the owner's app hands the conversation to the app and pauses the run", async () => {
