@@ -207,7 +207,13 @@ describe('expressions and texts in steps', () => {
   it('every expression and text is checked where it is written', () => {
     const steps: Step[] = [
       { id: 'a', type: 'send_message', text: 'Hi {{ foo }}', next: 'b' },
-      { id: 'b', type: 'send_message', media: { type: 'image', link: 'https://x.test/a.png', caption: '{{ 1 + }}' }, next: 'c' },
+      { id: 'b', type: 'send_message', media: { type: 'image', link: 'https://x.test/a.png', caption: '{{ 1 + }}' }, next: 'b2' },
+      {
+        id: 'b2',
+        type: 'send_message',
+        interactive: { type: 'button', body: { text: 'Pick {{ nobody }}' }, action: { buttons: [{ type: 'reply', reply: { id: 'y', title: 'Yes' } }] } },
+        next: 'c',
+      },
       { id: 'c', type: 'wait_for_reply', timeout_seconds: 60, match: 'nope.x', branches: { replied: 'd' } },
       {
         id: 'd',
@@ -239,21 +245,22 @@ describe('expressions and texts in steps', () => {
       [
         '/definition/steps/0/text',
         '/definition/steps/1/media/caption',
-        '/definition/steps/2/match',
-        '/definition/steps/3/branches/1/when',
-        '/definition/steps/4/value',
-        '/definition/steps/5/until',
-        '/definition/steps/6/path',
-        '/definition/steps/6/query/a~1b',
-        '/definition/steps/6/body',
-        '/definition/steps/7/title',
-        '/definition/steps/7/summary',
-        '/definition/steps/8/parameters/body/0/text',
-        '/definition/steps/9/note',
+        '/definition/steps/2/interactive/body/text',
+        '/definition/steps/3/match',
+        '/definition/steps/4/branches/1/when',
+        '/definition/steps/5/value',
+        '/definition/steps/6/until',
+        '/definition/steps/7/path',
+        '/definition/steps/7/query/a~1b',
+        '/definition/steps/7/body',
+        '/definition/steps/8/title',
+        '/definition/steps/8/summary',
+        '/definition/steps/9/parameters/body/0/text',
+        '/definition/steps/10/note',
       ],
     );
     assert.match(problemAt(problems, '/definition/steps/0/text'), /^hole 1 \(\{\{ foo \}\}\): undeclared reference to 'foo'/);
-    assert.match(problemAt(problems, '/definition/steps/4/value'), /at column/);
+    assert.match(problemAt(problems, '/definition/steps/5/value'), /at column/);
   });
 
   it('a delay until must be a timestamp or a string', () => {

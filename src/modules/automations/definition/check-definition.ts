@@ -115,6 +115,8 @@ function checkStep(step: Step, report: Report): void {
         if ((step.media.media_id === undefined) === (step.media.link === undefined)) report('/media', 'media needs exactly one of media_id and link');
         if (step.media.caption !== undefined) expression(report, '/media/caption', checkText(step.media.caption));
       }
+      // The body is the one text of an interactive message a run renders.
+      if (step.interactive) expression(report, '/interactive/body/text', checkText(step.interactive.body.text));
       break;
     }
     case 'send_template':
