@@ -93,6 +93,61 @@ export interface InboundCounts {
   receivedByCounts: number[];
 }
 
+export interface WaitForSendsArgs {
+  phoneNumberId: string;
+  /** Resolve once the sandbox provider has accepted this many messages from the number. */
+  count: number;
+  timeoutMs: number;
+}
+
+export interface SandboxSends {
+  /** Every message the sandbox accepted from the number: the recipient and when (epoch milliseconds), in arrival order. */
+  sends: { waId: string; at: number }[];
+  timedOut: boolean;
+}
+
+export interface WaitForRunsArgs {
+  /** Runs created at or after this (ISO 8601). */
+  since: string;
+  /** Resolve once this many of them have `status`. */
+  status: string;
+  count: number;
+  timeoutMs: number;
+}
+
+export interface RunCounts {
+  /** Runs created since, by status. */
+  runs: Record<string, number>;
+  /** Outbound messages created since, by status. */
+  outbound: Record<string, number>;
+  timedOut: boolean;
+}
+
+/** One executed step of a run: its `run.step` job and the step's entries in the run's event log, in epoch milliseconds. */
+export interface StepTime {
+  runId: string;
+  stepId: string;
+  /** The job's `run_at`: when the step became due (its job was queued in the previous step's transaction). */
+  dueAt: number;
+  /** The `at` of the step's `step.started` entry: stamped once the step's transaction holds the run. */
+  loggedAt: number;
+  /** The job's `updated_at` once it succeeded: its outcome committed by the worker. */
+  settledAt: number;
+}
+
+export interface StepTimesArgs {
+  /** Runs created at or after this (ISO 8601), and `message.send` jobs queued since. */
+  since: string;
+}
+
+export interface StepTimes {
+  steps: StepTime[];
+  /** Runs whose succeeded step jobs and `step.started` entries did not pair up (a retried or stale job): left out of `steps`. */
+  unpaired: number;
+  /** The `message.send` jobs queued since: due and settled, epoch milliseconds. */
+  sends: { dueAt: number; settledAt: number }[];
+}
+
 const ROWS_PER_TRANSACTION = 10_000;
 // Rows per INSERT. Each statement binds a handful of values whatever its size (the varying columns
 // travel as one array or JSON document), so it is bounded by memory, not by parameter limits.
@@ -417,6 +472,108 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
         at,
         timedOut: counted.messages < args.messages || counted.events < args.messages,
       };
+    },
+
+    /**
+     * What the provider would know of customers who wrote in: their 24-hour windows open in the
+     * sandbox, for webhooks the bench POSTs itself rather than through the sandbox's control API.
+     */
+    async openSandboxWindows(args: { phoneNumberId: string; waIds: string[] }): Promise<void> {
+      const sandbox = app.sandbox;
+      if (!sandbox) throw new Error('the service is not in sandbox mode');
+      for (const waId of args.waIds) sandbox.state.recordInbound(sandbox.state.draftMessage('inbound', args.phoneNumberId, waId, 'text'));
+    },
+
+    /** Waits (in memory, no store reads) until the sandbox has accepted `count` messages from the number. */
+    async waitForSends(args: WaitForSendsArgs): Promise<SandboxSends> {
+      const sandbox = app.sandbox;
+      if (!sandbox) throw new Error('the service is not in sandbox mode');
+      const deadline = Date.now() + args.timeoutMs;
+      let sent = sandbox.state.sentBy(args.phoneNumberId);
+      while (sent.length < args.count && Date.now() < deadline) {
+        await sleep(20);
+        sent = sandbox.state.sentBy(args.phoneNumberId);
+      }
+      const sends = sent.map((message) => ({ waId: message.waId, at: message.createdAt.getTime() })).sort((a, b) => a.at - b.at);
+      return { sends, timedOut: sent.length < args.count };
+    },
+
+    async waitForRuns(args: WaitForRunsArgs): Promise<RunCounts> {
+      const deadline = Date.now() + args.timeoutMs;
+      const byStatus = async (table: 'runs' | 'messages') => {
+        let query = db
+          .selectFrom(table)
+          .select(['status', sql<number>`count(*)`.as('count')])
+          .where('created_at', '>=', args.since);
+        if (table === 'messages') query = query.where('direction', '=', 'outbound');
+        const rows = await query.groupBy('status').execute();
+        return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+      };
+      let runs = await byStatus('runs');
+      while ((runs[args.status] ?? 0) < args.count && Date.now() < deadline) {
+        await sleep(50);
+        runs = await byStatus('runs');
+      }
+      return { runs, outbound: await byStatus('messages'), timedOut: (runs[args.status] ?? 0) < args.count };
+    },
+
+    /**
+     * Every step executed by the runs created since: each succeeded `run.step` job paired with the
+     * `step.started` entry it wrote (the n-th succeeded job of a run, by its `seq`, with the run's n-th
+     * such entry); and the `message.send` jobs of the same time, a plain job of the same queue.
+     */
+    async stepTimes(args: StepTimesArgs): Promise<StepTimes> {
+      const epoch = (iso: string) => Date.parse(iso);
+      const runIds = new Set((await db.selectFrom('runs').select('id').where('created_at', '>=', args.since).execute()).map((row) => row.id));
+      const jobs = await db
+        .selectFrom('jobs')
+        .select(['name', 'payload', 'run_at', 'updated_at'])
+        .where('name', 'in', ['run.step', 'message.send'])
+        .where('status', '=', 'succeeded')
+        .where('created_at', '>=', args.since)
+        .execute();
+      const entries = await db
+        .selectFrom('run_events')
+        .select(['run_id', 'seq', 'step_id', 'at'])
+        .where('type', '=', 'step.started')
+        .where('at', '>=', args.since)
+        .orderBy('run_id')
+        .orderBy('seq')
+        .execute();
+      const jobsOfRun = new Map<string, { seq: number; dueAt: number; settledAt: number }[]>();
+      const sends: StepTimes['sends'] = [];
+      for (const job of jobs) {
+        if (job.name === 'message.send') {
+          sends.push({ dueAt: epoch(job.run_at), settledAt: epoch(job.updated_at) });
+          continue;
+        }
+        const payload = JSON.parse(job.payload) as { run_id: string; seq: number };
+        if (!runIds.has(payload.run_id)) continue;
+        const list = jobsOfRun.get(payload.run_id) ?? [];
+        list.push({ seq: payload.seq, dueAt: epoch(job.run_at), settledAt: epoch(job.updated_at) });
+        jobsOfRun.set(payload.run_id, list);
+      }
+      const entriesOfRun = new Map<string, { stepId: string; at: number }[]>();
+      for (const entry of entries) {
+        if (!runIds.has(entry.run_id)) continue;
+        const list = entriesOfRun.get(entry.run_id) ?? [];
+        list.push({ stepId: entry.step_id ?? '', at: epoch(entry.at) });
+        entriesOfRun.set(entry.run_id, list);
+      }
+      const steps: StepTime[] = [];
+      let unpaired = 0;
+      for (const runId of runIds) {
+        const stepJobs = (jobsOfRun.get(runId) ?? []).sort((a, b) => a.seq - b.seq);
+        const started = entriesOfRun.get(runId) ?? [];
+        if (stepJobs.length !== started.length) {
+          unpaired++;
+          continue;
+        }
+        stepJobs.forEach((job, index) =>
+          steps.push({ runId, stepId: started[index]!.stepId, dueAt: job.dueAt, loggedAt: started[index]!.at, settledAt: job.settledAt }),
+        );
+      }
+      return { steps, unpaired, sends };
     },
 
     async jobCounts(): Promise<JobCounts> {

@@ -16,10 +16,9 @@
  * BENCH_INBOUND_WEBHOOKS (default 2,500), BENCH_INBOUND_CONNECTIONS (50) and BENCH_INBOUND_CUSTOMERS
  * (20) change the size of the run.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { InboundCounts, JobCounts, WaitForInboundArgs } from './app-commands.ts';
 import {
-  cpuSeconds,
   cpuUsPer,
   percentile,
   positiveIntegerFromEnv,
@@ -30,13 +29,14 @@ import {
   reportToParent,
   requestJson,
   runBench,
+  sampleCpu,
   startApp,
   startCpuClock,
   startHelper,
   type AppServer,
 } from './lib.ts';
+import { PROVIDER_WEBHOOK_PATH as PATH, postWebhooks, signedTextMessage, type BusinessNumber, type PostRun, type Signed } from './provider-webhooks.ts';
 
-const PATH = '/provider/webhook';
 // What the service answers an accepted webhook with; the baseline sends the same bytes.
 const RECEIVED_BODY = '{"received":true}';
 const RECEIVED_TYPE = 'application/json; charset=utf-8';
@@ -81,123 +81,26 @@ const SPLIT_WEBHOOKS = Math.max(1, Math.round(WEBHOOKS / 2));
 const PROCESS_TIMEOUT_MS = Math.max(45_000, WEBHOOKS * 10);
 const PASSWORD = 'correct horse battery staple';
 
-interface BusinessNumber {
-  phoneNumberId: string;
-  wabaId: string;
-  /** Digits only, as the provider writes it in `metadata`. */
-  displayPhoneNumber: string;
-}
-
-interface Signed {
-  body: string;
-  signature: string;
-}
-
-/** One customer's text message, in the provider's envelope, signed as the provider signs it. */
+/** Message `index` of a batch, from customer `index` mod CUSTOMERS. */
 function signedEnvelope(number: BusinessNumber, secret: string, index: number, batch: string, sentAt: number): Signed {
   const customer = index % CUSTOMERS;
-  const waId = `4477009${String(customer).padStart(5, '0')}`;
-  const body = JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: number.wabaId,
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: number.displayPhoneNumber, phone_number_id: number.phoneNumberId },
-              contacts: [{ profile: { name: `Customer ${String(customer).padStart(3, '0')}` }, wa_id: waId }],
-              messages: [
-                {
-                  from: waId,
-                  // The provider's ids are base64 of about 45 bytes; unique here by batch and index.
-                  id: `wamid.HBgM${batch}${String(index).padStart(7, '0')}${randomBytes(24).toString('base64url')}`,
-                  timestamp: String(Math.floor(sentAt / 1000)),
-                  type: 'text',
-                  text: { body: `Hello, this is message ${index} about my order, could someone get back to me today?` },
-                },
-              ],
-            },
-          },
-        ],
-      },
-    ],
+  return signedTextMessage(number, secret, {
+    waId: `4477009${String(customer).padStart(5, '0')}`,
+    profileName: `Customer ${String(customer).padStart(3, '0')}`,
+    // Unique by batch and index.
+    idSuffix: `${batch}${String(index).padStart(7, '0')}`,
+    sentAt,
+    text: `Hello, this is message ${index} about my order, could someone get back to me today?`,
   });
-  return { body, signature: `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` };
 }
 
-interface PostRun {
-  /** Epoch milliseconds when the first request was sent and when the last answer was read. */
-  startedAt: number;
-  finishedAt: number;
-  /** Per request, in milliseconds, sorted. */
-  latenciesMs: number[];
-  /** The first answer's body and content type, to check the baseline answers the same. */
-  sample: { body: string; contentType: string };
-}
-
-/** POSTs every envelope once, `CONNECTIONS` at a time over as many keep-alive connections. */
-async function postAll(url: string, envelopes: Signed[]): Promise<PostRun> {
-  const { Pool } = await import('undici');
-  const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
-  const latenciesMs = new Array<number>(envelopes.length);
-  let sample: PostRun['sample'] | undefined;
-  let next = 0;
-  try {
-    const startedAt = Date.now();
-    await Promise.all(
-      Array.from({ length: Math.min(CONNECTIONS, envelopes.length) }, async () => {
-        while (next < envelopes.length) {
-          const index = next++;
-          const envelope = envelopes[index]!;
-          const sent = performance.now();
-          const response = await pool.request({
-            path: PATH,
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'user-agent': 'facebookexternalua', 'x-hub-signature-256': envelope.signature },
-            body: envelope.body,
-          });
-          const text = await response.body.text();
-          latenciesMs[index] = performance.now() - sent;
-          if (response.statusCode !== 200) throw new Error(`POST ${url}${PATH}: ${response.statusCode} ${text}`);
-          sample ??= { body: text, contentType: String(response.headers['content-type']) };
-        }
-      }),
-    );
-    return { startedAt, finishedAt: Date.now(), latenciesMs: latenciesMs.sort((a, b) => a - b), sample: sample! };
-  } finally {
-    await pool.close();
-  }
-}
+const postAll = (url: string, envelopes: Signed[]): Promise<PostRun> => postWebhooks(url, envelopes, CONNECTIONS);
 
 const perSecond = (count: number, fromMs: number, toMs: number) => count / ((toMs - fromMs) / 1000);
 
 /** Counts what the service has stored; with `messages` > 0, once that many are (or at the time limit). */
 function counts(app: AppServer, messages = 0, more: Pick<WaitForInboundArgs, 'receivedAtPositions' | 'receivedBy'> = {}): Promise<InboundCounts> {
   return app.call<InboundCounts>('waitForInbound', { messages, timeoutMs: messages === 0 ? 0 : PROCESS_TIMEOUT_MS, ...more } satisfies WaitForInboundArgs);
-}
-
-/**
- * Samples a process's CPU time every 10 ms (the resolution /proc has anyway) until stopped, and then
- * answers what it had used by a given epoch millisecond: the last sample taken at or before it.
- */
-function sampleCpu(pid: number): { stop(): (epochMs: number) => number | undefined } {
-  const samples: { at: number; cpu: number }[] = [];
-  const take = () => {
-    const cpu = cpuSeconds(pid);
-    if (cpu !== undefined) samples.push({ at: Date.now(), cpu });
-  };
-  take();
-  const timer = setInterval(take, 10);
-  return {
-    stop() {
-      clearInterval(timer);
-      take();
-      return (epochMs) => samples.findLast((sample) => sample.at <= epochMs)?.cpu;
-    },
-  };
 }
 
 async function bench(): Promise<void> {

@@ -292,7 +292,8 @@ function procMemory(pid: number): ProcMemory | undefined {
   }
 }
 
-function noteLoadStarting(pid: number): void {
+/** Reads the service's memory "before the load", once: `measure` calls it; a bench with a load of its own calls it right before that load. */
+export function noteLoadStarting(pid: number): void {
   const record = memoryRecords.find((entry) => entry.pid === pid);
   if (record && !record.beforeLoad) record.beforeLoad = procMemory(pid);
 }
@@ -633,6 +634,29 @@ export function startCpuClock(...pids: number[]): { seconds(): number | undefine
       return before === undefined || now === undefined ? undefined : now - before;
     },
     usPer: (count) => cpuUsPer(count, before, total()),
+  };
+}
+
+/**
+ * Samples a process's CPU time every 10 ms (the resolution /proc has anyway) until stopped, and then
+ * answers what it had used by a given epoch millisecond: the last sample taken at or before it. For
+ * a phase whose end is known only afterwards (the time stamp of the last row written), and a child
+ * too busy to be asked while it runs.
+ */
+export function sampleCpu(pid: number): { stop(): (epochMs: number) => number | undefined } {
+  const samples: { at: number; cpu: number }[] = [];
+  const take = () => {
+    const cpu = cpuSeconds(pid);
+    if (cpu !== undefined) samples.push({ at: Date.now(), cpu });
+  };
+  take();
+  const timer = setInterval(take, 10);
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      return (epochMs) => samples.findLast((sample) => sample.at <= epochMs)?.cpu;
+    },
   };
 }
 

@@ -36,6 +36,12 @@ const BENCHES: Bench[] = [
       'signed provider webhooks POSTed at /provider/webhook: accepted/s and processed/s (message stored, event emitted) vs bare Fastify checking the signature',
   },
   {
+    name: 'automations',
+    file: 'automations.ts',
+    description:
+      'signed provider webhooks that each start a 3-step run (reply, wait, end): runs/s to every reply at the sandbox vs the same webhooks with no automation; step latency',
+  },
+  {
     name: 'send',
     file: 'send.ts',
     description: 'POST /v1/messages (text, an Idempotency-Key each) through the queue to the sandbox vs a bare Fastify POST route',
