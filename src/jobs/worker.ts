@@ -123,6 +123,15 @@ export function createWorker(options: WorkerOptions) {
   let stopping = false;
   let loop: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
+  /**
+   * A wake-up that came while the loop was not asleep (mid-claim): the claim may have started before
+   * the enqueue committed and missed the job, so the loop looks again instead of sleeping a poll.
+   */
+  let wakePending = false;
+  function wake(): void {
+    if (wakeUp) wakeUp();
+    else wakePending = true;
+  }
 
   /**
    * Claims up to `limit` due jobs in one statement (no transaction of its own): a CTE picks them, the
@@ -346,7 +355,7 @@ export function createWorker(options: WorkerOptions) {
       .catch((error: unknown) => log.error({ job_id: job.id, err: error }, 'could not record a job outcome'))
       .finally(() => {
         inFlight.delete(job.id);
-        wakeUp?.();
+        wake();
       });
     inFlight.set(job.id, entry);
     return entry.promise;
@@ -366,6 +375,8 @@ export function createWorker(options: WorkerOptions) {
       }
       let claimed: JobsTable[] = [];
       if (inFlight.size < refillBelow) {
+        // Whatever was committed before this point, the claim sees.
+        wakePending = false;
         try {
           claimed = await claim(concurrency - inFlight.size);
         } catch (error) {
@@ -374,6 +385,10 @@ export function createWorker(options: WorkerOptions) {
         for (const job of claimed) void start(job);
       }
       if (claimed.length === 0 || inFlight.size >= refillBelow) {
+        if (wakePending) {
+          wakePending = false;
+          continue;
+        }
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, pollMs);
           wakeUp = () => {
@@ -399,9 +414,7 @@ export function createWorker(options: WorkerOptions) {
     assertComplete,
 
     /** Tells an idle worker to look now (after a local enqueue) instead of at its next poll. */
-    wake(): void {
-      wakeUp?.();
-    },
+    wake,
 
     start(): void {
       if (running) return;

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import type { ConnectionScope } from '../../db/connection-scope.ts';
@@ -34,10 +35,14 @@ const findById = compileOnce((db, p: { id: string }) => db.selectFrom('runs').se
  * run are serialized, and each re-checks `status` and `seq` once it holds the row.
  */
 const lockById = compileOnce((db, p: { id: string }, dialect) => dialect.lockRows(db.selectFrom('runs').selectAll().where('id', '=', p.id)));
+/**
+ * Read on every inbound message, so it must use the partial index `runs_active_conversation`: its
+ * predicate is written out literally, as the index states it. Bound as parameters, SQLite could not
+ * prove the index covers the query and would scan the table.
+ */
+const ACTIVE_LIVE_RUN = sql<boolean>`status in ('queued', 'running', 'waiting', 'paused') and dry_run = 0 and conversation_id is not null`;
 const lockActiveInConversation = compileOnce((db, p: { conversationId: string }, dialect) =>
-  dialect.lockRows(
-    db.selectFrom('runs').selectAll().where('conversation_id', '=', p.conversationId).where('dry_run', '=', 0).where('status', 'in', ACTIVE_RUN_STATUSES),
-  ),
+  dialect.lockRows(db.selectFrom('runs').selectAll().where('conversation_id', '=', p.conversationId).where(ACTIVE_LIVE_RUN)),
 );
 const lockActiveOfAutomation = compileOnce((db, p: { automationId: string }, dialect) =>
   dialect.lockRows(db.selectFrom('runs').selectAll().where('automation_id', '=', p.automationId).where('status', 'in', ACTIVE_RUN_STATUSES).orderBy('id')),
