@@ -2,9 +2,10 @@ import type { Db, Trx } from '../../db/connect.ts';
 import { mapPage, type Page, type PageRequest } from '../../db/pagination.ts';
 import type { AutomationsTable, AutomationVersionsTable } from '../../db/schema.ts';
 import type { EventSink } from '../../events/emit.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { SECOND, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound, type ErrorDetail } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { RecentReads } from '../../lib/recent-reads.ts';
 import { mergeMetadata } from '../../lib/metadata.ts';
 import { StoredJson } from '../../lib/stored-json.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
@@ -122,10 +123,29 @@ export interface AutomationsServiceDeps {
   templates: Pick<TemplatesService, 'approvedAmong'>;
 }
 
+const TRIGGERS_TAG = 'triggers';
+
 export function createAutomationsService(deps: AutomationsServiceDeps) {
-  const { db, store, clock, events, audit, mail, connections, templates } = deps;
+  const { db, clock, events, audit, mail, connections, templates } = deps;
   const definitions = new Map<string, Definition>();
   let runs: InFlightRuns | undefined;
+  /**
+   * Every inbound message and every event asks which automations it may start: the answer is
+   * remembered for a second. Any write to an automation in this process forgets them all at once
+   * (writes are rare: deploys, enables, disables); another process's write is seen within the second.
+   */
+  const triggers = new RecentReads<DeployedAutomation[]>({ clock, ttlMs: SECOND, maxEntries: 10_000 });
+  const store: AutomationsStore = {
+    ...deps.store,
+    async insert(executor, row) {
+      await deps.store.insert(executor, row);
+      triggers.forget(TRIGGERS_TAG);
+    },
+    async update(executor, id, changes) {
+      await deps.store.update(executor, id, changes);
+      triggers.forget(TRIGGERS_TAG);
+    },
+  };
 
   /** The runs module, for what changes runs in flight; it attaches itself when it is built. */
   function inFlight(): InFlightRuns {
@@ -349,25 +369,33 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     });
   }
 
+  /** The enabled automations a trigger may start, read from the store (`deployedForTrigger` remembers them for a second). */
+  async function readDeployed(executor: Db, organizationId: string, trigger: { type: string; event?: string }): Promise<DeployedAutomation[]> {
+    const rows = await store.deployedFor(executor, organizationId, { type: trigger.type, event: trigger.event ?? null });
+    // Only the definitions not cached are read. An organization has at most 100 enabled automations,
+    // fewer than the cache holds, so what was cached before this call stays cached through it.
+    const texts = await store.definitionsOf(
+      executor,
+      rows.filter((row) => !definitions.has(row.version_id)).map((row) => row.version_id),
+    );
+    return rows.map((row) => ({
+      automationId: row.id,
+      organizationId: row.organization_id,
+      mode: row.mode as Mode,
+      connectionId: row.connection_id,
+      version: row.deployed_version!,
+      definition: definitionOf({ id: row.version_id, definition: texts.get(row.version_id)! }),
+    }));
+  }
+
   const forRuns: AutomationsForRuns = {
     async deployedForTrigger(executor, organizationId, trigger): Promise<DeployedAutomation[]> {
-      const rows = await store.deployedFor(executor, organizationId, { type: trigger.type, event: trigger.event ?? null });
-      // Only the definitions not cached are read. An organization has at most 100 enabled automations,
-      // fewer than the cache holds, so what was cached before this call stays cached through it.
-      const texts = await store.definitionsOf(
-        executor,
-        rows.filter((row) => !definitions.has(row.version_id)).map((row) => row.version_id),
+      return triggers.read(
+        `${organizationId}:${trigger.type}:${trigger.event ?? ''}`,
+        () => readDeployed(executor, organizationId, trigger),
+        () => [TRIGGERS_TAG],
       );
-      return rows.map((row) => ({
-        automationId: row.id,
-        organizationId: row.organization_id,
-        mode: row.mode as Mode,
-        connectionId: row.connection_id,
-        version: row.deployed_version!,
-        definition: definitionOf({ id: row.version_id, definition: texts.get(row.version_id)! }),
-      }));
     },
-
     async versionForRun(executor, organizationId, automationId, version) {
       const row = await store.findOfOrganization(executor, organizationId, automationId);
       const number = version ?? row?.deployed_version;
@@ -386,10 +414,10 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     },
 
     async recordRunEnded(trx, organizationId, automationId, ending): Promise<void> {
+      // Most runs succeed: no lock on the automation's row for them, which every run of it would wait on.
+      if (ending === 'succeeded') return store.resetFailures(trx, organizationId, automationId, clock.now().toISOString());
       const row = await store.lockOfOrganization(trx, organizationId, automationId);
-      if (!row) return;
-      if (ending === 'failed') return countFailure(trx, row);
-      if (row.consecutive_failures !== 0) await store.update(trx, row.id, { consecutive_failures: 0, updated_at: clock.now().toISOString() });
+      if (row) await countFailure(trx, row);
     },
   };
 

@@ -33,6 +33,14 @@ const findVisible = compileOnce((db, p: { scope: AutomationScope; id: string }) 
  * cannot both be N+1, and a run ending never counts against an automation a deploy is resetting.
  */
 const lockVisible = compileOnce((db, p: { scope: AutomationScope; id: string }, dialect) => dialect.lockRows(visible(db, p.scope).where('id', '=', p.id)));
+const resetFailures = compileOnce((db, p: { organizationId: string; id: string; now: string }) =>
+  db
+    .updateTable('automations')
+    .set({ consecutive_failures: 0, updated_at: p.now })
+    .where('organization_id', '=', p.organizationId)
+    .where('id', '=', p.id)
+    .where('consecutive_failures', '<>', 0),
+);
 const lockOfOrganization = compileOnce((db, p: { organizationId: string; id: string }, dialect) =>
   dialect.lockRows(
     db.selectFrom('automations').selectAll().where('organization_id', '=', p.organizationId).where('id', '=', p.id).where('deleted_at', 'is', null),
@@ -105,6 +113,10 @@ export function createAutomationsStore() {
     },
     async update(db: Db, id: string, changes: AutomationChanges): Promise<void> {
       await updateRow.run(db, { id, changes });
+    },
+    /** A successful run: the failure count back to 0, written (and its row locked) only when it is not 0 already. */
+    async resetFailures(db: Db, organizationId: string, id: string, now: string): Promise<void> {
+      await resetFailures.run(db, { organizationId, id, now });
     },
     list(db: Db, scope: AutomationScope, filters: { status?: string | undefined; connectionId?: string | undefined }, page: PageRequest) {
       return listPage(db, { scope: scopeParams(scope), status: filters.status, connectionId: filters.connectionId }, page);

@@ -23,7 +23,7 @@ import type { ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { SCOPES } from '../credentials/scopes.schemas.ts';
 import type { SendingService } from '../messages/index.ts';
-import { afterWait, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type Effect, type StepPlan } from './run-steps.ts';
+import { afterWait, effectEntry, evaluatesExpressions, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type Effect, type StepPlan } from './run-steps.ts';
 import type { Run, RunError, RunStatus, RunTrigger, WaitingFor } from './runs.schemas.ts';
 import type { RunChanges, RunsStore } from './runs.store.ts';
 
@@ -204,11 +204,15 @@ export function createRunEngine(deps: RunEngineDeps) {
     return version.definition;
   }
 
-  /** What expressions read, as of now: the run's own data, and its contact and conversation as they are. */
-  async function contextOf(executor: Db, row: RunsTable): Promise<ExpressionContext> {
+  /**
+   * What expressions read, as of now: the run's own data, and its contact and conversation as they are.
+   * A step that evaluates nothing (`readRecords` false) is spared the two reads.
+   */
+  async function contextOf(executor: Db, row: RunsTable, readRecords = true): Promise<ExpressionContext> {
     const principal = runPrincipal(row);
-    const contact = row.contact_id ? await contacts.getForReference(executor, principal, row.contact_id, '/contact_id').catch(() => null) : null;
-    const conversation = row.conversation_id ? await conversations.getForReference(executor, principal, row.conversation_id).catch(() => null) : null;
+    const read = <T>(id: string | null, find: (id: string) => Promise<T>) => (readRecords && id !== null ? find(id).catch(() => null) : null);
+    const contact = await read(row.contact_id, (id) => contacts.getForReference(executor, principal, id, '/contact_id'));
+    const conversation = await read(row.conversation_id, (id) => conversations.getForReference(executor, principal, id));
     return {
       input: JSON.parse(row.input) as Record<string, unknown>,
       vars: JSON.parse(row.variables) as Record<string, unknown>,
@@ -389,7 +393,7 @@ export function createRunEngine(deps: RunEngineDeps) {
   async function executeStep(row0: RunsTable, seq: number): Promise<void> {
     const definition = await definitionOf(db, row0);
     const step = stepOf(definition, row0.current_step_id!);
-    const context = await contextOf(db, row0);
+    const context = await contextOf(db, row0, step !== undefined && evaluatesExpressions(step, row0.early_reply !== null));
     let plan: StepPlan | undefined;
     let failure: StepFailure | undefined;
     let prepared: Awaited<ReturnType<typeof prepareSend>> | undefined;

@@ -137,6 +137,22 @@ export function planStep(step: Step, context: ExpressionContext, now: Date): Ste
   }
 }
 
+/** Whether planning the step evaluates anything (an expression, a text hole): only then does it need the run's contact and conversation. */
+export function evaluatesExpressions(step: Step, hasEarlyReply: boolean): boolean {
+  switch (step.type) {
+    case 'set_tags':
+    case 'assign':
+    case 'end':
+      return false;
+    case 'wait_for_reply':
+      return hasEarlyReply && step.match !== undefined;
+    case 'delay':
+      return step.until !== undefined;
+    default:
+      return true;
+  }
+}
+
 /** Whether a reply satisfies a wait's `match` (no match expression: any reply), and the variables it sets. */
 export function takeReply(
   step: StepOf<'wait_for_reply'>,
