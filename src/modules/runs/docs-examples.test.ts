@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
+import { automationReader } from '../../../test/automations.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
-import { assertError, createConnection, createKey, inbound, newCustomer, settle, signUp } from '../../../test/factories.ts';
+import { assertError, createKey, inbound, newCustomer, settle, signUp } from '../../../test/factories.ts';
 
 type Json = Record<string, any>;
 
@@ -29,19 +30,16 @@ describe('the worked examples of docs/automations.md', () => {
   /** An organization key, as the page's curl commands use: it outlives the manual clock's hours. */
   let key: string;
   const suite = suiteScope();
+  const { number, runsOf, eventsOf, outbound } = automationReader(
+    () => server,
+    () => key,
+  );
 
   before(async () => {
     server = await startServer(suite);
     const owner = await signUp(server);
     key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
   });
-
-  async function number() {
-    const connection = await createConnection(server, { token: key });
-    const sync = await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: key });
-    assert.equal(sync.status, 200, sync.text);
-    return connection;
-  }
 
   /** The page's three calls: create with the definition as version 1, deploy it, enable; each answer as the page shows it. */
   async function createDeployEnable(connectionId: string, name: string, definition: Json): Promise<Json> {
@@ -63,24 +61,6 @@ describe('the worked examples of docs/automations.md', () => {
     assert.equal(enabled.status, 200, enabled.text);
     assert.equal(enabled.body.status, 'enabled');
     return enabled.body;
-  }
-
-  async function runsOf(automationId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/runs?automation_id=${automationId}`, { token: key });
-    assert.equal(response.status, 200, response.text);
-    return response.body.data;
-  }
-
-  async function eventsOf(runId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/runs/${runId}/events`, { token: key });
-    assert.equal(response.status, 200, response.text);
-    return response.body.data;
-  }
-
-  async function outbound(conversationId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/messages?conversation_id=${conversationId}&order=asc&limit=100`, { token: key });
-    assert.equal(response.status, 200, response.text);
-    return response.body.data.filter((message: Json) => message.direction === 'outbound');
   }
 
   async function controlOf(conversationId: string): Promise<string> {

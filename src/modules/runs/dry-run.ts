@@ -9,12 +9,11 @@ import type { Db } from '../../db/connect.ts';
 import type { RunsTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
 import type { DeployedAutomation } from '../automations/automation-runs.ts';
-import { DEFAULT_RUN_TIMEOUT_SECONDS, type StepOf } from '../automations/definition.schemas.ts';
+import type { StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
 import type { SendingService } from '../messages/index.ts';
-import { endingEntry, failureOf, MAX_STEPS_PER_RUN, MAX_VISITS_PER_STEP, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
+import { endingEntry, failureOf, MAX_STEPS_PER_RUN, newRunRow, MAX_VISITS_PER_STEP, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
 import { afterWait, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply } from './run-steps.ts';
 import type { Run, RunEvent, RunTrigger, TriggerRunInput } from './runs.schemas.ts';
 import type { RunsStore } from './runs.store.ts';
@@ -196,41 +195,21 @@ export function createDryRuns(deps: {
       const { automation } = request;
       const now = clock.now();
       const trigger: RunTrigger = { type: 'api' };
-      const row: RunsTable = {
-        id: newId('run', now.getTime()),
-        organization_id: automation.organizationId,
-        automation_id: automation.automationId,
-        version: automation.version,
-        mode: automation.mode,
-        dry_run: 1,
-        connection_id: request.target.connectionId,
-        conversation_id: request.target.conversation?.id ?? null,
-        contact_id: request.target.contactId,
-        trigger: JSON.stringify(trigger),
-        trigger_key: null,
-        depth: 0,
-        status: 'queued',
-        seq: 0,
-        current_step_id: automation.definition.start,
-        step_started_at: now.toISOString(),
-        waiting_for: null,
-        last_message: null,
-        early_reply: null,
-        input: JSON.stringify(request.input),
-        variables: '{}',
-        visits: '{}',
-        outcome: null,
-        error: null,
-        steps_executed: 0,
-        event_count: 0,
-        replay_of: request.replayOf,
-        triggered_by: request.triggeredBy,
-        timeout_at: new Date(now.getTime() + (automation.definition.timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000).toISOString(),
-        started_at: null,
-        finished_at: null,
-        created_at: now.toISOString(),
-        updated_at: now.toISOString(),
-      };
+      const row = newRunRow(
+        {
+          automation,
+          trigger,
+          triggerKey: null,
+          target: { connectionId: request.target.connectionId, contactId: request.target.contactId, conversationId: request.target.conversation?.id ?? null },
+          input: request.input,
+          depth: 0,
+          lastMessage: null,
+          replayOf: request.replayOf,
+          triggeredBy: request.triggeredBy,
+          dryRun: true,
+        },
+        now,
+      );
       const change = new RunChange(row, now);
       change.note('run.created', null, { trigger, dry_run: true, ...(request.target.to ? { to: request.target.to } : {}) });
       await walk(row, change, automation, request.simulate);

@@ -13,9 +13,10 @@ import { runStep, runStepKey, runTimeout, runTimeoutKey } from '../../jobs/catal
 import type { Queue } from '../../jobs/queue.ts';
 import { MINUTE, type Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
 import type { Log } from '../../lib/log.ts';
-import type { AutomationsForRuns } from '../automations/automation-runs.ts';
-import type { Definition, Step, StepOf } from '../automations/definition.schemas.ts';
+import type { AutomationsForRuns, DeployedAutomation } from '../automations/automation-runs.ts';
+import { DEFAULT_RUN_TIMEOUT_SECONDS, type Definition, type Step, type StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { ConversationLocksService } from '../conversation-locks/index.ts';
@@ -62,6 +63,63 @@ export function toRun(row: RunsTable): Run {
     started_at: row.started_at,
     finished_at: row.finished_at,
     created_at: row.created_at,
+  };
+}
+
+/** What a new run is made of; `newRunRow` fills in the rest, as every run starts. */
+export interface NewRun {
+  automation: DeployedAutomation;
+  trigger: RunTrigger;
+  /** Unique per automation: what started it (a message, an event), so that processing it twice starts one run. */
+  triggerKey: string | null;
+  target: { connectionId: string | null; contactId: string | null; conversationId: string | null };
+  input: Record<string, unknown>;
+  depth: number;
+  lastMessage: Record<string, unknown> | null;
+  replayOf?: string | null;
+  triggeredBy?: string | null;
+  dryRun?: boolean;
+}
+
+/** A run as it is created: `queued` at its definition's `start`, its time-out counted from `now`. */
+export function newRunRow(run: NewRun, now: Date): RunsTable {
+  const { automation, target } = run;
+  const at = now.toISOString();
+  const timeoutSeconds = automation.definition.timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
+  return {
+    id: newId('run', now.getTime()),
+    organization_id: automation.organizationId,
+    automation_id: automation.automationId,
+    version: automation.version,
+    mode: automation.mode,
+    dry_run: run.dryRun === true ? 1 : 0,
+    connection_id: target.connectionId,
+    conversation_id: target.conversationId,
+    contact_id: target.contactId,
+    trigger: JSON.stringify(run.trigger),
+    trigger_key: run.triggerKey,
+    depth: run.depth,
+    status: 'queued',
+    seq: 0,
+    current_step_id: automation.definition.start,
+    step_started_at: at,
+    waiting_for: null,
+    last_message: run.lastMessage === null ? null : JSON.stringify(run.lastMessage),
+    early_reply: null,
+    input: JSON.stringify(run.input),
+    variables: '{}',
+    visits: '{}',
+    outcome: null,
+    error: null,
+    steps_executed: 0,
+    event_count: 0,
+    replay_of: run.replayOf ?? null,
+    triggered_by: run.triggeredBy ?? null,
+    timeout_at: new Date(now.getTime() + timeoutSeconds * 1000).toISOString(),
+    started_at: null,
+    finished_at: null,
+    created_at: at,
+    updated_at: at,
   };
 }
 

@@ -6,10 +6,9 @@ import type { EventEnvelope } from '../../events/envelope.ts';
 import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
 import { DAY, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
 import type { Log } from '../../lib/log.ts';
 import type { AutomationsForRuns, DeployedAutomation, InFlightCounts, InFlightRuns } from '../automations/automation-runs.ts';
-import { DEFAULT_RUN_TIMEOUT_SECONDS, type TriggerType } from '../automations/definition.schemas.ts';
+import type { TriggerType } from '../automations/definition.schemas.ts';
 import { evaluateCondition, ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
 import { compileInputSchema } from '../automations/definition/input-schema.ts';
 import type { AutomationsService } from '../automations/index.ts';
@@ -17,7 +16,7 @@ import type { ConnectionsService } from '../connections/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { Conversation, ConversationsService } from '../conversations/index.ts';
 import { connectionScopeOf, type Actor, type Principal } from '../credentials/principal.ts';
-import { causeOf, isFinal, MAX_CHAIN_DEPTH, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
+import { causeOf, isFinal, MAX_CHAIN_DEPTH, newRunRow, RunChange, runPrincipal, toRun, type NewRun, type RunEngine } from './run-engine.ts';
 import { stepOf } from './run-steps.ts';
 import type { Run, RunEvent, RunTrigger, TriggerRunInput } from './runs.schemas.ts';
 import type { RunFilters, RunsStore } from './runs.store.ts';
@@ -42,20 +41,6 @@ interface RunTarget {
   connectionId: string | null;
   contactId: string | null;
   conversationId: string | null;
-}
-
-interface StartRequest {
-  automation: DeployedAutomation;
-  trigger: RunTrigger;
-  /** Unique per automation: what started it (a message, an event), so that processing it twice starts one run. */
-  triggerKey: string | null;
-  target: RunTarget;
-  input: Record<string, unknown>;
-  depth: number;
-  lastMessage: Record<string, unknown> | null;
-  replayOf?: string | null;
-  triggeredBy?: string | null;
-  dryRun?: boolean;
 }
 
 type StartResult = { started: RunsTable } | { refused: 'control'; control: string } | { refused: 'busy' };
@@ -101,11 +86,10 @@ export function createRunsService(deps: RunsServiceDeps) {
    * default); a run never takes it from an agent or the app. One active run per conversation and one
    * run per trigger are the unique indexes' to enforce: a second start is refused, writing nothing.
    */
-  async function start(trx: Trx, request: StartRequest): Promise<StartResult> {
+  async function start(trx: Trx, request: NewRun): Promise<StartResult> {
     const { automation, target } = request;
-    const dryRun = request.dryRun === true;
     let claim = false;
-    if (target.conversationId !== null && !dryRun) {
+    if (target.conversationId !== null) {
       const conversation = await conversations.lockForRun(trx, target.conversationId);
       if (!conversation) return { refused: 'control', control: 'none' };
       const claimable = conversation.control === 'api' && automation.definition.claim_control !== 'never';
@@ -113,48 +97,13 @@ export function createRunsService(deps: RunsServiceDeps) {
       claim = conversation.control === 'api';
     }
     const now = clock.now();
-    const timeoutSeconds = automation.definition.timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
-    const row: RunsTable = {
-      id: newId('run', now.getTime()),
-      organization_id: automation.organizationId,
-      automation_id: automation.automationId,
-      version: automation.version,
-      mode: automation.mode,
-      dry_run: dryRun ? 1 : 0,
-      connection_id: target.connectionId,
-      conversation_id: target.conversationId,
-      contact_id: target.contactId,
-      trigger: JSON.stringify(request.trigger),
-      trigger_key: request.triggerKey,
-      depth: request.depth,
-      status: 'queued',
-      seq: 0,
-      current_step_id: automation.definition.start,
-      step_started_at: now.toISOString(),
-      waiting_for: null,
-      last_message: request.lastMessage === null ? null : JSON.stringify(request.lastMessage),
-      early_reply: null,
-      input: JSON.stringify(request.input),
-      variables: '{}',
-      visits: '{}',
-      outcome: null,
-      error: null,
-      steps_executed: 0,
-      event_count: 0,
-      replay_of: request.replayOf ?? null,
-      triggered_by: request.triggeredBy ?? null,
-      timeout_at: new Date(now.getTime() + timeoutSeconds * 1000).toISOString(),
-      started_at: null,
-      finished_at: null,
-      created_at: now.toISOString(),
-      updated_at: now.toISOString(),
-    };
+    const row = newRunRow(request, now);
     if (!(await store.insert(trx, row))) return { refused: 'busy' };
     if (claim) await conversations.changeForRun(trx, target.conversationId!, { control: 'automation' });
     const change = new RunChange(row, now);
     change.note('run.created', null, { trigger: request.trigger, ...(claim ? { claimed_control: true } : {}) });
     await change.save(trx, store);
-    if (!dryRun) await engine.schedule(trx, change.row);
+    await engine.schedule(trx, change.row);
     return { started: change.row };
   }
 

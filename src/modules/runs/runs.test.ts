@@ -9,8 +9,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
-import { addMember, assertError, createConnection, createKey, inbound, newCustomer, settle, signUp, type SignedUp } from '../../../test/factories.ts';
+import { addMember, assertError, createKey, inbound, newCustomer, settle, signUp, type SignedUp } from '../../../test/factories.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
+import { automationReader } from '../../../test/automations.ts';
 
 type Json = Record<string, any>;
 
@@ -52,6 +53,17 @@ describe('runs', () => {
   /** An organization key: the manual clock moves hours ahead, past a dashboard token's 15 minutes. */
   let key: string;
   const suite = suiteScope();
+  // Each test its own number, so that automations of one test never see another's messages.
+  const { number, runsOf, eventsOf, outbound, conversation } = automationReader(
+    () => server,
+    () => key,
+  );
+
+  async function onlyRun(automationId: string): Promise<Json> {
+    const runs = await runsOf(automationId);
+    assert.equal(runs.length, 1, JSON.stringify(runs));
+    return runs[0]!;
+  }
 
   before(async () => {
     server = await startServer(suite);
@@ -65,14 +77,6 @@ describe('runs', () => {
     assert.equal(endpoint.status, 201, endpoint.text);
   });
 
-  /** A fresh number (each test its own, so that automations of one test never see another's messages). */
-  async function number(options: { coexistence?: boolean } = {}) {
-    const connection = await createConnection(server, { token: key }, options);
-    const sync = await server.request('POST', `/v1/connections/${connection.id}/sync`, { token: key });
-    assert.equal(sync.status, 200, sync.text);
-    return connection;
-  }
-
   /** An automation on one number, with its definition deployed and enabled. */
   async function automationOn(connectionId: string, definition: Json, name = 'Auto'): Promise<Json> {
     const created = await server.request('POST', '/v1/automations', { token: key, body: { name, connection_id: connectionId, definition } });
@@ -82,34 +86,6 @@ describe('runs', () => {
     const enabled = await server.request('POST', `/v1/automations/${created.body.id}/enable`, { token: key });
     assert.equal(enabled.status, 200, enabled.text);
     return enabled.body;
-  }
-
-  async function runsOf(automationId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/runs?automation_id=${automationId}`, { token: key });
-    assert.equal(response.status, 200, response.text);
-    return response.body.data;
-  }
-
-  async function onlyRun(automationId: string): Promise<Json> {
-    const runs = await runsOf(automationId);
-    assert.equal(runs.length, 1, JSON.stringify(runs));
-    return runs[0]!;
-  }
-
-  async function eventsOf(runId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/runs/${runId}/events`, { token: key });
-    assert.equal(response.status, 200, response.text);
-    return response.body.data;
-  }
-
-  async function outbound(conversationId: string): Promise<Json[]> {
-    const response = await server.request('GET', `/v1/messages?conversation_id=${conversationId}&order=asc&limit=100`, { token: key });
-    assert.equal(response.status, 200, response.text);
-    return response.body.data.filter((message: Json) => message.direction === 'outbound');
-  }
-
-  async function conversation(id: string): Promise<Json> {
-    return (await server.request('GET', `/v1/conversations/${id}`, { token: key })).body;
   }
 
   function advance(seconds: number) {
