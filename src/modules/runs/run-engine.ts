@@ -269,8 +269,9 @@ export function createRunEngine(deps: RunEngineDeps) {
   async function contextOf(executor: Db, row: RunsTable, readRecords = true): Promise<ExpressionContext> {
     const principal = runPrincipal(row);
     const read = <T>(id: string | null, find: (id: string) => Promise<T>) => (readRecords && id !== null ? find(id).catch(() => null) : null);
-    const contact = await read(row.contact_id, (id) => contacts.getForReference(executor, principal, id, '/contact_id'));
     const conversation = await read(row.conversation_id, (id) => conversations.getForReference(executor, principal, id));
+    // The thread's customer as it is now: a contact merge may have moved the thread to the survivor.
+    const contact = await read(conversation?.contact_id ?? row.contact_id, (id) => contacts.getForReference(executor, principal, id, '/contact_id'));
     return {
       input: JSON.parse(row.input) as Record<string, unknown>,
       vars: JSON.parse(row.variables) as Record<string, unknown>,
@@ -373,12 +374,14 @@ export function createRunEngine(deps: RunEngineDeps) {
   }
 
   /** Checks a send before the step's transaction (send checks read on their own handle); a refusal is the step's failure. */
-  async function prepareSend(row: RunsTable, content: Effect & { type: 'send' }) {
-    if (row.contact_id === null || row.connection_id === null) throw new StepFailure('invalid_state', 'The run has no customer to send to.');
+  async function prepareSend(row: RunsTable, content: Effect & { type: 'send' }, context: ExpressionContext) {
+    // The conversation's customer as it is now: a contact merge may have moved the thread to the survivor.
+    const contactId = typeof context.conversation?.contact_id === 'string' ? context.conversation.contact_id : row.contact_id;
+    if (contactId === null || row.connection_id === null) throw new StepFailure('invalid_state', 'The run has no customer to send to.');
     return sending.prepare(runPrincipal(row), {
       ...content.content,
       connection_id: row.connection_id,
-      contact_id: row.contact_id,
+      contact_id: contactId,
       metadata: { automation_id: row.automation_id, run_id: row.id },
     });
   }
@@ -390,11 +393,12 @@ export function createRunEngine(deps: RunEngineDeps) {
     switch (effect.type) {
       case 'send': {
         const since = new Date(clock.now().getTime() - AUTOMATED_SENDS_WINDOW_MS).toISOString();
-        if ((await store.countAutomatedSends(trx, row.contact_id!, since)) >= MAX_AUTOMATED_SENDS_PER_CONTACT) {
+        const contactId = prepared!.contact?.id ?? row.contact_id!;
+        if ((await store.countAutomatedSends(trx, contactId, since)) >= MAX_AUTOMATED_SENDS_PER_CONTACT) {
           throw new StepFailure('loop_guard', `more than ${MAX_AUTOMATED_SENDS_PER_CONTACT} automated messages to this contact within a minute`);
         }
         const message = await sending.storeChecked(trx, prepared!);
-        change.note('effect.message_queued', stepId, { message_id: message.id, type: message.type }, row.contact_id);
+        change.note('effect.message_queued', stepId, { message_id: message.id, type: message.type }, message.contact_id);
         return;
       }
     }
@@ -461,7 +465,7 @@ export function createRunEngine(deps: RunEngineDeps) {
       plan = planStep(step, context, clock.now());
       if (plan.kind === 'act' && plan.effect.type === 'send') {
         try {
-          prepared = await prepareSend(row0, plan.effect);
+          prepared = await prepareSend(row0, plan.effect, context);
         } catch (error) {
           const windowClosed = error instanceof AppError && error.code === 'window_closed';
           if (!windowClosed || plan.effect.onWindowClosed === 'fail') throw error;

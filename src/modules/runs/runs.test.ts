@@ -515,6 +515,24 @@ describe('runs', () => {
       assert.equal(runs.find((run) => run.status === 'canceled')!.outcome, 'conversation_merged');
     });
 
+    it("a contact merge that moves a run's conversation to the survivor: the run writes to the survivor", async () => {
+      const connection = await number();
+      const elsewhere = await number();
+      const automation = await automationOn(connection.id, replyFlow());
+      const moved = await inbound(server, connection, { text: 'from the old number' });
+      const survivorNumber = newCustomer();
+      const survivor = await inbound(server, elsewhere, { from: survivorNumber, text: 'hello' });
+      const merged = await server.request('POST', `/v1/contacts/${survivor.contact_id}/merge`, { token: key, body: { source_contact_id: moved.contact_id } });
+      assert.equal(merged.status, 200, merged.text);
+      // The survivor answers on the number the run waits on: the moved thread, now theirs.
+      await inbound(server, connection, { from: survivorNumber, text: 'it is me' });
+      const run = await onlyRun(automation.id);
+      assert.equal(run.status, 'completed', JSON.stringify(await eventsOf(run.id)));
+      const sent = await outbound(moved.conversation_id);
+      assert.equal(sent.at(-1)!.text.body, 'Thanks: it is me');
+      assert.equal(sent.at(-1)!.contact_id, survivor.contact_id);
+    });
+
     it('event-log entries go after 30 days', async () => {
       const connection = await number();
       const automation = await automationOn(connection.id, replyFlow());
