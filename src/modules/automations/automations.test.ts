@@ -138,7 +138,7 @@ describe('automations', () => {
       assert.equal(version.body.warnings.length, 2, version.text);
       assert.match(
         version.body.warnings[0],
-        /^\/definition\/steps\/1\/type: http_request steps cannot be deployed until approvals and connectors are available$/,
+        /^\/definition\/steps\/1\/type: http_request steps cannot be deployed until connectors are available$/,
       );
       assert.match(version.body.warnings[1], /^\/definition\/steps\/0\/template: template order_update \(en_US\) is not approved/);
     });
