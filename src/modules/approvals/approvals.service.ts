@@ -83,7 +83,14 @@ export function createApprovalsService(deps: ApprovalsServiceDeps) {
     const ended = { ...row, ...changes };
     if (status !== 'expired') await queue.cancel(trx, approvalExpireKey(row.id));
     if (status !== 'canceled') {
-      await attachedRuns().decided(trx, { runId: row.run_id, runSeq: row.run_seq, approvalId: row.id, stepId: row.step_id, status, plan: JSON.parse(row.plan) });
+      await attachedRuns().decided(trx, {
+        runId: row.run_id,
+        runSeq: row.run_seq,
+        approvalId: row.id,
+        stepId: row.step_id,
+        status,
+        plan: JSON.parse(row.plan),
+      });
     }
     await emit(trx, 'approval.decided', ended);
     return ended;
@@ -98,9 +105,13 @@ export function createApprovalsService(deps: ApprovalsServiceDeps) {
     const approvers = JSON.parse(row.approvers) as Approvers;
     const triggered = principal.credentialId === row.triggered_by || (principal.memberId !== null && principal.memberId === row.triggered_by_member_id);
     if (triggered) {
-      throw new AppError('role_insufficient', `Run ${row.run_id} was started by this ${principal.memberId ? 'member' : 'credential'}: someone else must decide its approval.`, {
-        extra: { allowed_roles: approvers.roles },
-      });
+      throw new AppError(
+        'role_insufficient',
+        `Run ${row.run_id} was started by this ${principal.memberId ? 'member' : 'credential'}: someone else must decide its approval.`,
+        {
+          extra: { allowed_roles: approvers.roles },
+        },
+      );
     }
     if (principal.kind !== 'dashboard_token') {
       if (approvers.allow_api_keys) return;
@@ -142,7 +153,11 @@ export function createApprovalsService(deps: ApprovalsServiceDeps) {
       if (row.expires_at <= clock.now().toISOString()) {
         throw new AppError('invalid_state', `Approval ${id} expired at ${row.expires_at}; it can no longer be ${verb}.`, { extra: { status: 'expired' } });
       }
-      const by: Decider = { memberId: principal.kind === 'dashboard_token' ? principal.memberId : null, keyId: principal.kind === 'dashboard_token' ? null : principal.credentialId, comment: comment ?? null };
+      const by: Decider = {
+        memberId: principal.kind === 'dashboard_token' ? principal.memberId : null,
+        keyId: principal.kind === 'dashboard_token' ? null : principal.credentialId,
+        comment: comment ?? null,
+      };
       return toApproval(await end(trx, row, decision, by));
     });
   }

@@ -98,7 +98,7 @@ describe('approvals', () => {
     const run = await readRun(started.body.id);
     assert.equal(run.status, 'waiting', JSON.stringify(await eventsOf(run.id)));
     const approval = await readApproval(run.waiting_for.approval_id);
-    return { run, approval, automation, conversationId: message.conversation_id as string, contactId: message.contact_id as string };
+    return { run, approval, automation, conversationId: message.conversation_id, contactId: message.contact_id };
   }
 
   async function readRun(id: string): Promise<Json> {
@@ -286,10 +286,7 @@ describe('approvals', () => {
 
       const starter = await admin();
       const bySession = await waitingRun({ approvers: { roles: ['admin'] }, token: starter.token });
-      assert.match(
-        assertError(await decide(bySession.approval.id, 'approve', starter.token), 403, 'role_insufficient').message,
-        /was started by this member/,
-      );
+      assert.match(assertError(await decide(bySession.approval.id, 'approve', starter.token), 403, 'role_insufficient').message, /was started by this member/);
       // The same member signed in again (another session) is still the one who started it.
       const again = await server.request('POST', '/auth/login', { body: { email: starter.email, password: starter.password } });
       assert.equal(again.status, 200, again.text);

@@ -26,7 +26,18 @@ import type { Principal } from '../credentials/principal.ts';
 import { SCOPES } from '../credentials/scopes.schemas.ts';
 import type { SendingService } from '../messages/index.ts';
 import { approvalRequest, frozenActionOf } from './approval-step.ts';
-import { afterApproval, afterWait, effectEntry, evaluatesExpressions, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type Effect, type StepPlan } from './run-steps.ts';
+import {
+  afterApproval,
+  afterWait,
+  effectEntry,
+  evaluatesExpressions,
+  MAX_VARIABLES_BYTES,
+  planStep,
+  stepOf,
+  takeReply,
+  type Effect,
+  type StepPlan,
+} from './run-steps.ts';
 import type { Run, RunError, RunStatus, RunTrigger, WaitingFor } from './runs.schemas.ts';
 import type { RunChanges, RunsStore } from './runs.store.ts';
 
@@ -564,7 +575,10 @@ export function createRunEngine(deps: RunEngineDeps) {
       case 'request_approval': {
         // No wake-up job: the approval's expiry (or a decision) moves the run, at this `seq`.
         const seq = change.bump();
-        const approval = await approvals.open(trx, approvalRequest(change.row, step as StepOf<'request_approval'>, plan, seq, await definitionOf(trx, change.row)));
+        const approval = await approvals.open(
+          trx,
+          approvalRequest(change.row, step as StepOf<'request_approval'>, plan, seq, await definitionOf(trx, change.row)),
+        );
         const waitingFor: WaitingFor = { type: 'approval', until: approval.expires_at, approval_id: approval.id };
         change.set({ status: 'waiting', waiting_for: JSON.stringify(waitingFor) });
         change.note('wait.approval', step.id, { until: approval.expires_at, approval_id: approval.id });

@@ -81,7 +81,8 @@ export function checkDefinition(definition: Definition, base = '/definition'): D
       if (!indexById.has(reference.id)) report(at + reference.path, `no step has the id ${reference.id}`);
     }
     checkStep(step, (pointer, message) => report(at + pointer, message));
-    if (step.type === 'request_approval') checkApproval(step, definition.steps[indexById.get(step.action_step) ?? -1], (pointer, message) => report(at + pointer, message));
+    if (step.type === 'request_approval')
+      checkApproval(step, definition.steps[indexById.get(step.action_step) ?? -1], (pointer, message) => report(at + pointer, message));
   });
 
   checkGraph(definition, indexById, report);
