@@ -1,3 +1,4 @@
+import { createApprovalsModule } from '../modules/approvals/index.ts';
 import { createAutomationsModule } from '../modules/automations/index.ts';
 import { createRunsModule } from '../modules/runs/index.ts';
 import { createSchedulesModule } from '../modules/schedules/index.ts';
@@ -8,9 +9,9 @@ import type { OutreachServices } from './outreach.ts';
 import type { PlatformServices } from './platform.ts';
 
 /**
- * What the business has automated: automations and their versions, the runs that execute them, and
- * schedules, whose occurrences send notifications or start runs. Runs are built on automations and
- * hand them back what deploys settle (`attachRuns`).
+ * What the business has automated: automations and their versions, the runs that execute them, the
+ * approvals runs ask people for, and schedules, whose occurrences send notifications or start runs.
+ * Runs are built on automations and approvals, and hand each back what it needs of runs (`attachRuns`).
  */
 export function buildAutomation(
   core: Core,
@@ -28,6 +29,7 @@ export function buildAutomation(
     connections: services.connections,
     templates: services.templates,
   });
+  const approvals = createApprovalsModule({ db, clock, queue, events });
   const runs = createRunsModule({
     db,
     clock,
@@ -35,6 +37,7 @@ export function buildAutomation(
     queue,
     log,
     automations: automations.service,
+    approvals: approvals.service,
     connections: services.connections,
     contacts: services.contacts,
     conversations: services.conversations,
@@ -43,8 +46,8 @@ export function buildAutomation(
   });
   const schedules = createSchedulesModule({ db, clock, queue, audit: services.audit, targets: services.notifications, runs: runs.service.scheduleTargets });
   return {
-    modules: [automations, runs, schedules],
-    services: { automations: automations.service, runs: runs.service, schedules: schedules.service },
+    modules: [automations, approvals, runs, schedules],
+    services: { automations: automations.service, approvals: approvals.service, runs: runs.service, schedules: schedules.service },
   } satisfies Area<object>;
 }
 

@@ -593,10 +593,45 @@ export interface RunsTable {
   replay_of: string | null;
   /** The credential that triggered it through the API, if one did. */
   triggered_by: string | null;
+  /** The member behind that credential, when it was a dashboard session. */
+  triggered_by_member_id: string | null;
+  /** JSON: the plan an approval froze for the action step it goes to; cleared once the run moves on. */
+  approved_action: string | null;
   timeout_at: string;
   started_at: string | null;
   finished_at: string | null;
   created_at: string;
+  updated_at: string;
+}
+
+/** A run's request for a human decision (`apr_`); 0023_approvals explains the columns. */
+export interface ApprovalsTable {
+  id: string;
+  organization_id: string;
+  mode: string;
+  connection_id: string | null;
+  run_id: string;
+  run_seq: number;
+  automation_id: string;
+  step_id: string;
+  /** `pending`, `approved`, `rejected`, `expired` or `canceled`. */
+  status: string;
+  title: string;
+  summary: string | null;
+  /** JSON: the frozen action as the API shows it. */
+  action: string;
+  /** JSON: the action step's plan as rendered at the request; what an approval runs. */
+  plan: string;
+  /** JSON: `{roles, member_ids, allow_api_keys}`. */
+  approvers: string;
+  triggered_by: string | null;
+  triggered_by_member_id: string | null;
+  requested_at: string;
+  expires_at: string;
+  decided_at: string | null;
+  decided_by_member_id: string | null;
+  decided_by_key_id: string | null;
+  comment: string | null;
   updated_at: string;
 }
 
@@ -678,5 +713,6 @@ export interface Database {
   automations: AutomationsTable;
   automation_versions: AutomationVersionsTable;
   runs: RunsTable;
+  approvals: ApprovalsTable;
   run_events: RunEventsTable;
 }

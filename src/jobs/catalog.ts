@@ -180,6 +180,22 @@ export function runTimeoutKey(runId: string): string {
 }
 
 /**
+ * Expires an approval still pending at its `expires_at`, and moves its run onto the `expired`
+ * branch. Compare-and-set: an approval decided or canceled meanwhile is left as it is. One per
+ * approval, keyed by it; a decision or a cancel removes it.
+ */
+export const approvalExpire = defineJob({
+  name: 'approval.expire',
+  payload: Type.Object({ approval_id: Type.String() }),
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE]),
+  timeoutMs: 30 * SECOND,
+});
+
+export function approvalExpireKey(approvalId: string): string {
+  return `approval.expire:${approvalId}`;
+}
+
+/**
  * Recurring maintenance, one job per hour-slot (see scheduler.ts). Each deletes in bounded batches
  * for at most `PURGE_BUDGET_MS` and leaves the rest to the next hour; a failed run is retried within
  * the hour, and the next slot catches up in any case.
@@ -216,6 +232,7 @@ export const JOBS = [
   scheduleFire,
   runStep,
   runTimeout,
+  approvalExpire,
   idempotencyKeyPurge,
   webhookDeliveryPurge,
   runEventPurge,

@@ -199,7 +199,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             {
               param: `/definition/steps/${index}/type`,
               code: 'step_not_deployable',
-              message: `${step.type} steps cannot be deployed until approvals and connectors are available`,
+              message: `${step.type} steps cannot be deployed until connectors are available`,
             },
           ]
         : [],

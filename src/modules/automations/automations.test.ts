@@ -136,10 +136,7 @@ describe('automations', () => {
       const version = await server.request('GET', `/v1/automations/${automation.id}/versions/1`, { token: owner.token });
       assert.equal(version.status, 200, version.text);
       assert.equal(version.body.warnings.length, 2, version.text);
-      assert.match(
-        version.body.warnings[0],
-        /^\/definition\/steps\/1\/type: http_request steps cannot be deployed until approvals and connectors are available$/,
-      );
+      assert.match(version.body.warnings[0], /^\/definition\/steps\/1\/type: http_request steps cannot be deployed until connectors are available$/);
       assert.match(version.body.warnings[1], /^\/definition\/steps\/0\/template: template order_update \(en_US\) is not approved/);
     });
 

@@ -10,11 +10,11 @@ import type { RunsTable } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { DeployedAutomation } from '../automations/automation-runs.ts';
-import type { StepOf } from '../automations/definition.schemas.ts';
+import type { Step, StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
 import type { SendingService } from '../messages/index.ts';
 import { endingEntry, failureOf, MAX_STEPS_PER_RUN, newRunRow, MAX_VISITS_PER_STEP, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
-import { afterWait, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply } from './run-steps.ts';
+import { afterApproval, afterWait, describeAction, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type StepPlan } from './run-steps.ts';
 import type { Run, RunEvent, RunTrigger, TriggerRunInput } from './runs.schemas.ts';
 import type { RunsStore } from './runs.store.ts';
 
@@ -50,6 +50,9 @@ export function createDryRuns(deps: {
   async function walk(row: RunsTable, change: RunChange, automation: DeployedAutomation, simulate: DryRunRequest['simulate']): Promise<void> {
     const { definition } = automation;
     const replies = [...(simulate.replies ?? [])];
+    const approvals = [...(simulate.approvals ?? [])];
+    // The action step's plan an approved approval froze: that step runs it instead of rendering anew.
+    const frozen = new Map<string, StepPlan>();
     let repliesUsed = 0;
     let now = new Date(Date.parse(row.created_at));
     const visits = new Map<string, number>();
@@ -85,7 +88,8 @@ export function createDryRuns(deps: {
       }
       change.note('step.started', step.id, { type: step.type });
       try {
-        const plan = planStep(step, await context(), now);
+        const plan: StepPlan = frozen.get(step.id) ?? planStep(step, await context(), now, definition);
+        frozen.clear();
         switch (plan.kind) {
           case 'advance':
             if (plan.variables) setVariables(change, plan.variables);
@@ -152,6 +156,27 @@ export function createDryRuns(deps: {
             continue;
           case 'end':
             return end('completed', { outcome: plan.outcome, reason: plan.reason });
+          case 'request_approval': {
+            const approvalStep = step as StepOf<'request_approval'>;
+            const actionStep: Step = stepOf(definition, plan.actionStepId)!;
+            change.note('approval.requested', step.id, {
+              simulated: true,
+              title: plan.title,
+              summary: plan.summary,
+              action: describeAction(actionStep, plan.action),
+              expires_at: plan.until.toISOString(),
+            });
+            // Each approval step takes the next simulated decision; none left, or one at or past the deadline, is an expiry.
+            const simulated = approvals.shift();
+            const decidedAt = simulated && simulated.decision !== 'expired' ? now.getTime() + (simulated.after_seconds ?? 1) * 1000 : Number.POSITIVE_INFINITY;
+            const decision = decidedAt < plan.until.getTime() ? simulated!.decision : 'expired';
+            now = decision === 'expired' ? plan.until : new Date(decidedAt);
+            change.moveTo(now);
+            change.note(`approval.${decision}`, step.id, { simulated: true });
+            if (decision === 'approved') frozen.set(actionStep.id, plan.action);
+            if (!go(afterApproval(approvalStep, decision))) return;
+            continue;
+          }
           case 'unavailable':
             return end('failed', { code: 'invalid_state', message: plan.message });
         }

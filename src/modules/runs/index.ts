@@ -3,9 +3,11 @@
  * per step, compare-and-set on the run's `seq`; run-engine.ts), the steps' plans (run-steps.ts), dry
  * runs on a virtual clock (dry-run.ts), and the event subscribers that start runs from messages,
  * new conversations and any event, hand replies to waiting runs and resume paused ones. Hands the
- * automations module its in-flight runs (`attachRuns`), which deploys and disables settle.
+ * automations module its in-flight runs (`attachRuns`), which deploys and disables settle, and the
+ * approvals module what moves a run when its approval is decided (approval-step.ts).
  */
 import { ALL_EVENTS, type EventEmitter } from '../../events/emit.ts';
+import type { RunsForApprovals } from '../approvals/index.ts';
 import type { InFlightRuns } from '../automations/automation-runs.ts';
 import type { ConversationsService } from '../conversations/index.ts';
 import type { Module } from '../module.ts';
@@ -21,6 +23,7 @@ export type RunsModuleDeps = Omit<RunEngineDeps, 'store' | 'events' | 'automatio
     conversations: RunsServiceDeps['conversations'] & Pick<ConversationsService, 'onFold'>;
     events: Pick<EventEmitter, 'emit' | 'subscribe'>;
     automations: RunsServiceDeps['automations'] & { attachRuns(runs: InFlightRuns): void };
+    approvals: RunEngineDeps['approvals'] & { attachRuns(runs: RunsForApprovals): void };
   };
 
 export function createRunsModule(deps: RunsModuleDeps): Module<RunsService> {
@@ -29,6 +32,7 @@ export function createRunsModule(deps: RunsModuleDeps): Module<RunsService> {
   const dryRuns = createDryRuns({ db: deps.db, clock: deps.clock, store, engine, sending: deps.sending });
   const service = createRunsService({ ...deps, store, engine, dryRuns });
   deps.automations.attachRuns(service.inFlight);
+  deps.approvals.attachRuns(engine.forApprovals);
   // In the transaction of the fact: a run starts, or a reply reaches its run, with the message or not at all.
   deps.events.subscribe(['message.received'], (trx, event) => service.onMessageReceived(trx, event));
   deps.events.subscribe(['conversation.created'], (trx, event) => service.onConversationCreated(trx, event));

@@ -15,6 +15,7 @@ import { MINUTE, type Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Log } from '../../lib/log.ts';
+import type { ApprovalsForRuns, RunsForApprovals } from '../approvals/index.ts';
 import type { AutomationsForRuns, DeployedAutomation } from '../automations/automation-runs.ts';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, type Definition, type Step, type StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
@@ -24,7 +25,19 @@ import type { ConversationsService } from '../conversations/index.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { SCOPES } from '../credentials/scopes.schemas.ts';
 import type { SendingService } from '../messages/index.ts';
-import { afterWait, effectEntry, evaluatesExpressions, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type Effect, type StepPlan } from './run-steps.ts';
+import { approvalRequest, frozenActionOf } from './approval-step.ts';
+import {
+  afterApproval,
+  afterWait,
+  effectEntry,
+  evaluatesExpressions,
+  MAX_VARIABLES_BYTES,
+  planStep,
+  stepOf,
+  takeReply,
+  type Effect,
+  type StepPlan,
+} from './run-steps.ts';
 import type { Run, RunError, RunStatus, RunTrigger, WaitingFor } from './runs.schemas.ts';
 import type { RunChanges, RunsStore } from './runs.store.ts';
 
@@ -78,6 +91,8 @@ export interface NewRun {
   lastMessage: Record<string, unknown> | null;
   replayOf?: string | null;
   triggeredBy?: string | null;
+  /** The member behind `triggeredBy`, when it is a dashboard session. */
+  triggeredByMemberId?: string | null;
   dryRun?: boolean;
 }
 
@@ -115,6 +130,8 @@ export function newRunRow(run: NewRun, now: Date): RunsTable {
     event_count: 0,
     replay_of: run.replayOf ?? null,
     triggered_by: run.triggeredBy ?? null,
+    triggered_by_member_id: run.triggeredByMemberId ?? null,
+    approved_action: null,
     timeout_at: new Date(now.getTime() + timeoutSeconds * 1000).toISOString(),
     started_at: null,
     finished_at: null,
@@ -244,10 +261,11 @@ export interface RunEngineDeps {
   contacts: Pick<ContactsService, 'getForReference'>;
   sending: Pick<SendingService, 'prepare' | 'storeChecked'>;
   locks: Pick<ConversationLocksService, 'assertMaySend'>;
+  approvals: ApprovalsForRuns;
 }
 
 export function createRunEngine(deps: RunEngineDeps) {
-  const { db, clock, queue, events, store, automations, conversations, contacts, sending, locks } = deps;
+  const { db, clock, queue, events, store, automations, conversations, contacts, sending, locks, approvals } = deps;
 
   // Versions are immutable: a definition read once serves every later step of every run on it.
   const definitions = new Map<string, Definition>();
@@ -306,6 +324,10 @@ export function createRunEngine(deps: RunEngineDeps) {
     detail: { outcome?: string; reason?: string | null; error?: RunError },
   ) {
     const now = clock.now().toISOString();
+    // A run that ends while it waits on an approval ends the approval too (canceled, approval.decided).
+    if (change.row.status === 'waiting' && (JSON.parse(change.row.waiting_for!) as WaitingFor).type === 'approval') {
+      await approvals.cancelOpen(trx, change.row.id);
+    }
     change.bump();
     change.set({
       status,
@@ -337,6 +359,8 @@ export function createRunEngine(deps: RunEngineDeps) {
     if (next === null) return finish(trx, change, 'completed', { outcome: 'completed' });
     const seq = change.bump();
     change.set({ status: 'running', current_step_id: next, step_started_at: clock.now().toISOString(), waiting_for: null });
+    // An approved action is kept until the run moves past its step (a pause there resumes with it).
+    if (change.row.approved_action !== null && frozenActionOf(change.row, next) === undefined) change.set({ approved_action: null });
     await change.save(trx, store);
     await queue.enqueue(trx, runStep, { run_id: change.row.id, seq }, { dedupeKey: runStepKey(change.row.id, seq) });
   }
@@ -462,7 +486,7 @@ export function createRunEngine(deps: RunEngineDeps) {
     let skipTo: string | null | undefined;
     try {
       if (!step) throw new StepFailure('invalid_state', `step ${row0.current_step_id} does not exist in version ${row0.version}`);
-      plan = planStep(step, context, clock.now());
+      plan = frozenActionOf(row0, step.id) ?? planStep(step, context, clock.now(), definition);
       if (plan.kind === 'act' && plan.effect.type === 'send') {
         try {
           prepared = await prepareSend(row0, plan.effect, context);
@@ -548,10 +572,44 @@ export function createRunEngine(deps: RunEngineDeps) {
         return wait(trx, change, { type: 'delay', until: plan.until.toISOString(), approval_id: null });
       case 'end':
         return finish(trx, change, 'completed', { outcome: plan.outcome, reason: plan.reason });
+      case 'request_approval': {
+        // No wake-up job: the approval's expiry (or a decision) moves the run, at this `seq`.
+        const seq = change.bump();
+        const approval = await approvals.open(
+          trx,
+          approvalRequest(change.row, step as StepOf<'request_approval'>, plan, seq, await definitionOf(trx, change.row)),
+        );
+        const waitingFor: WaitingFor = { type: 'approval', until: approval.expires_at, approval_id: approval.id };
+        change.set({ status: 'waiting', waiting_for: JSON.stringify(waitingFor) });
+        change.note('wait.approval', step.id, { until: approval.expires_at, approval_id: approval.id });
+        return change.save(trx, store);
+      }
       case 'unavailable':
         throw new StepFailure('invalid_state', plan.message);
     }
   }
+
+  /**
+   * What approvals call in a decision's transaction (approval-runs.ts): the run's row is held first,
+   * then a run still waiting at the approval's `seq` goes on: to the action step with its frozen plan
+   * (approved), or to the step's branch (rejected, expired; none: the run completes).
+   */
+  const forApprovals: RunsForApprovals = {
+    async hold(trx, runId) {
+      await store.lockById(trx, runId);
+    },
+    async decided(trx, decision) {
+      const row = await store.lockById(trx, decision.runId);
+      if (!row || row.status !== 'waiting' || row.seq !== decision.runSeq) return;
+      const step = stepOf(await definitionOf(trx, row), decision.stepId);
+      if (step?.type !== 'request_approval') return;
+      causes.set(trx, { automationId: row.automation_id, depth: row.depth });
+      const change = new RunChange(row, clock.now());
+      change.note(`approval.${decision.status}`, step.id, { approval_id: decision.approvalId });
+      if (decision.status === 'approved') change.set({ approved_action: JSON.stringify(decision.plan) });
+      await advance(trx, change, afterApproval(step, decision.status));
+    },
+  };
 
   /** A waiting run's deadline came: a wait for a reply times out, a delay is over. */
   async function wake(row0: RunsTable, seq: number): Promise<void> {
@@ -573,6 +631,7 @@ export function createRunEngine(deps: RunEngineDeps) {
   }
 
   return {
+    forApprovals,
     definitionOf,
     contextOf,
     finish,

@@ -27,6 +27,8 @@ export type StepPlan =
   | { kind: 'wait_for_reply'; until: Date }
   | { kind: 'delay'; until: Date; next: string | null }
   | { kind: 'end'; outcome: string; reason: string | null }
+  /** Ask people first: the action step's plan, rendered now, is what an approval carries out (never a re-render). */
+  | { kind: 'request_approval'; title: string; summary: string | null; actionStepId: string; action: StepPlan; until: Date }
   /** A step type this release refuses at deploy: a run can reach one only through a version deployed before. */
   | { kind: 'unavailable'; message: string };
 
@@ -79,8 +81,42 @@ function delayUntil(step: StepOf<'delay'>, context: ExpressionContext, now: Date
   return new Date(at);
 }
 
+/** An approval's default lifetime (`expires_in_seconds`). */
+export const DEFAULT_APPROVAL_SECONDS = 24 * 3600;
+
+/** Plans a `request_approval` step: its texts, its deadline, and its action step's plan frozen as of now. */
+function planApproval(step: StepOf<'request_approval'>, definition: Definition, context: ExpressionContext, now: Date): StepPlan {
+  const actionStep = stepOf(definition, step.action_step);
+  if (!actionStep) return { kind: 'unavailable', message: `the action step ${step.action_step} does not exist` };
+  const action = planStep(actionStep, context, now, definition);
+  if (action.kind === 'unavailable') return action;
+  return {
+    kind: 'request_approval',
+    title: renderText(step.title, context),
+    summary: render(step.summary, context) ?? null,
+    actionStepId: actionStep.id,
+    action,
+    until: new Date(now.getTime() + (step.expires_in_seconds ?? DEFAULT_APPROVAL_SECONDS) * 1000),
+  };
+}
+
+/** What an approval shows of the action it would run: the step, and its rendered content or change. */
+export function describeAction(step: Step, plan: StepPlan): Record<string, unknown> {
+  if (plan.kind !== 'act') {
+    const { kind: _kind, ...rendered } = plan as Record<string, unknown>;
+    return { step_id: step.id, type: step.type, ...rendered };
+  }
+  if (plan.effect.type === 'send') return { step_id: step.id, type: step.type, content: plan.effect.content };
+  return { step_id: step.id, type: step.type, ...effectEntry(plan.effect).data };
+}
+
+/** Where a run goes once its approval ended: the action step (approved) or the step's branch; null ends the run. */
+export function afterApproval(step: StepOf<'request_approval'>, status: 'approved' | 'rejected' | 'expired'): string | null {
+  return status === 'approved' ? step.action_step : (step.branches?.[status] ?? null);
+}
+
 /** Plans one step. Throws an ExpressionError when an expression or text hole fails. */
-export function planStep(step: Step, context: ExpressionContext, now: Date): StepPlan {
+export function planStep(step: Step, context: ExpressionContext, now: Date, definition: Definition): StepPlan {
   switch (step.type) {
     case 'send_message':
       return {
@@ -131,8 +167,9 @@ export function planStep(step: Step, context: ExpressionContext, now: Date): Ste
     }
     case 'end':
       return { kind: 'end', outcome: step.outcome ?? 'completed', reason: step.reason ?? null };
-    case 'http_request':
     case 'request_approval':
+      return planApproval(step, definition, context, now);
+    case 'http_request':
       return { kind: 'unavailable', message: `${step.type} steps are not available yet; deploy a version without them` };
   }
 }

@@ -80,6 +80,18 @@ const SimulatedReply = Strict({
   ),
 });
 
+const SimulatedApproval = Strict({
+  decision: Type.Enum(['approved', 'rejected', 'expired'] as const, { description: 'What the approvers decide (`expired`: nobody decides in time).' }),
+  after_seconds: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 7 * 24 * 3600,
+      default: 1,
+      description: 'How long after the request the decision comes; at or past the approval’s deadline it expires instead.',
+    }),
+  ),
+});
+
 export const TriggerRunBody = Strict({
   automation_id: Id('automation'),
   input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Checked against the definition’s `input_schema`; read as `input`.' })),
@@ -94,8 +106,16 @@ export const TriggerRunBody = Strict({
   replay_of: Type.Optional(Id('run', 'Run again with that run’s input and target, on its version unless `version` says otherwise.')),
   simulate: Type.Optional(
     Strict(
-      { replies: Type.Optional(Type.Array(SimulatedReply, { maxItems: 100, description: 'Dry runs: each wait_for_reply takes the next reply, in order.' })) },
-      { description: 'Dry runs only: what the customer does.' },
+      {
+        replies: Type.Optional(Type.Array(SimulatedReply, { maxItems: 100, description: 'Dry runs: each wait_for_reply takes the next reply, in order.' })),
+        approvals: Type.Optional(
+          Type.Array(SimulatedApproval, {
+            maxItems: 100,
+            description: 'Dry runs: each request_approval step takes the next decision, in order; none left, it expires at its deadline.',
+          }),
+        ),
+      },
+      { description: 'Dry runs only: what the customer and the approvers do.' },
     ),
   ),
 });

@@ -515,6 +515,7 @@ export function createRunsService(deps: RunsServiceDeps) {
           lastMessage: null,
           replayOf: original?.id ?? null,
           triggeredBy: principal.credentialId,
+          triggeredByMemberId: principal.memberId,
         });
         if ('started' in result) return toRun(result.started);
         if (result.refused === 'control') {

@@ -87,7 +87,7 @@ describe('the step graph', () => {
           path: '/x',
           branches: { ok: 'e', error: 'nope6' },
         },
-        { id: 'e', type: 'request_approval', title: 'ok?', action_step: 'nope7', approvers: { roles: ['owner'] }, branches: { approved: 'nope8' } },
+        { id: 'e', type: 'request_approval', title: 'ok?', action_step: 'nope7', approvers: { roles: ['owner'] }, branches: { rejected: 'nope8' } },
       ]),
     );
     assert.deepEqual(
@@ -100,7 +100,7 @@ describe('the step graph', () => {
         '/definition/steps/2/default',
         '/definition/steps/3/branches/error',
         '/definition/steps/4/action_step',
-        '/definition/steps/4/branches/approved',
+        '/definition/steps/4/branches/rejected',
       ],
     );
     assert.ok(problems.every((problem) => /^no step has the id nope\d$/.test(problem.message)));
@@ -123,6 +123,23 @@ describe('the step graph', () => {
       { id: 'refund', type: 'set_tags', add: ['refunded'] },
     ];
     assert.deepEqual(checkDefinition(definition(steps, { trigger: { type: 'api' } })), []);
+  });
+
+  it("an approval's action_step must act, and its approved branch can only be that step", () => {
+    const steps: Step[] = [
+      { id: 'ask', type: 'request_approval', title: 'Go?', action_step: 'think', approvers: { roles: ['admin'] }, branches: { approved: 'other' } },
+      { id: 'think', type: 'set_variable', name: 'n', value: '1', next: 'other' },
+      { id: 'other', type: 'end' },
+    ];
+    assert.deepEqual(checkDefinition(definition(steps, { trigger: { type: 'api' }, start: 'ask' })), [
+      {
+        pointer: '/definition/steps/0/action_step',
+        message: 'step think is a set_variable step; an approval gates a step that acts (send_message, send_template, set_tags, assign, handoff, http_request)',
+      },
+      { pointer: '/definition/steps/0/branches/approved', message: 'must be the action_step (think) or left out: an approved run carries out its action step' },
+    ]);
+    const sound: Step = { ...steps[0]!, action_step: 'tag', branches: { approved: 'tag' } } as Step;
+    assert.deepEqual(checkDefinition(definition([sound, { id: 'tag', type: 'set_tags', add: ['ok'] }], { trigger: { type: 'api' }, start: 'ask' })), []);
   });
 
   it('a cycle without a waiting step is refused, naming its steps', () => {
@@ -235,7 +252,7 @@ describe('expressions and texts in steps', () => {
         body: '{"a": corge}',
         branches: { ok: 'h' },
       },
-      { id: 'h', type: 'request_approval', title: '{{ t1 }}', summary: '{{ t2 }}', action_step: 'i', approvers: {}, branches: { approved: 'j' } },
+      { id: 'h', type: 'request_approval', title: '{{ t1 }}', summary: '{{ t2 }}', action_step: 'i', approvers: {}, branches: { rejected: 'j' } },
       { id: 'i', type: 'send_template', template: 'x', language: 'en', parameters: { body: [{ type: 'text', text: '{{ t3 }}' }], buttons: [] } },
       { id: 'j', type: 'handoff', note: '{{ t4 }}' },
     ];

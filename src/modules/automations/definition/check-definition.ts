@@ -4,7 +4,7 @@
  * expression and text hole. Pure and synchronous: what needs the store (templates approved, connector
  * accounts active) is the service's.
  */
-import { MAX_DEFINITION_BYTES, WAITING_STEP_TYPES, type Definition, type Step, type TriggerType } from '../definition.schemas.ts';
+import { ACTION_STEP_TYPES, MAX_DEFINITION_BYTES, WAITING_STEP_TYPES, type Definition, type Step, type TriggerType } from '../definition.schemas.ts';
 import { checkCondition, checkExpression, checkExpressionType, checkText } from './expressions.ts';
 import { checkInputSchema } from './input-schema.ts';
 
@@ -81,6 +81,8 @@ export function checkDefinition(definition: Definition, base = '/definition'): D
       if (!indexById.has(reference.id)) report(at + reference.path, `no step has the id ${reference.id}`);
     }
     checkStep(step, (pointer, message) => report(at + pointer, message));
+    if (step.type === 'request_approval')
+      checkApproval(step, definition.steps[indexById.get(step.action_step) ?? -1], (pointer, message) => report(at + pointer, message));
   });
 
   checkGraph(definition, indexById, report);
@@ -152,6 +154,19 @@ function checkStep(step: Step, report: Report): void {
       }
       break;
     }
+  }
+}
+
+/**
+ * An approval gates one step that acts, rendered when it is requested and run as rendered once
+ * approved: so `action_step` must act, and an `approved` branch, if written, can only be that step.
+ */
+function checkApproval(step: Extract<Step, { type: 'request_approval' }>, action: Step | undefined, report: Report): void {
+  if (action && !ACTION_STEP_TYPES.includes(action.type)) {
+    report('/action_step', `step ${action.id} is a ${action.type} step; an approval gates a step that acts (${ACTION_STEP_TYPES.join(', ')})`);
+  }
+  if (step.branches?.approved !== undefined && step.branches.approved !== step.action_step) {
+    report('/branches/approved', `must be the action_step (${step.action_step}) or left out: an approved run carries out its action step`);
   }
 }
 
