@@ -1,4 +1,5 @@
 import { createAutomationsModule } from '../modules/automations/index.ts';
+import { createConnectorsModule } from '../modules/connectors/index.ts';
 import { createRunsModule } from '../modules/runs/index.ts';
 import { createSchedulesModule } from '../modules/schedules/index.ts';
 import type { Area } from './area.ts';
@@ -8,9 +9,10 @@ import type { OutreachServices } from './outreach.ts';
 import type { PlatformServices } from './platform.ts';
 
 /**
- * What the business has automated: automations and their versions, the runs that execute them, and
- * schedules, whose occurrences send notifications or start runs. Runs are built on automations and
- * hand them back what deploys settle (`attachRuns`).
+ * What the business has automated: automations and their versions, the runs that execute them, the
+ * connector accounts their `http_request` steps call through, and schedules, whose occurrences send
+ * notifications or start runs. Runs are built on automations and hand them back what deploys settle
+ * (`attachRuns`).
  */
 export function buildAutomation(
   core: Core,
@@ -18,7 +20,15 @@ export function buildAutomation(
     Pick<MessagingServices, 'connections' | 'templates' | 'conversations' | 'contacts' | 'locks' | 'sending'> &
     Pick<OutreachServices, 'notifications'>,
 ) {
-  const { db, clock, events, queue, log } = core;
+  const { db, clock, events, queue, log, secrets, config } = core;
+  const connectors = createConnectorsModule({
+    db,
+    clock,
+    secrets,
+    allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    audit: services.audit,
+    connections: services.connections,
+  });
   const automations = createAutomationsModule({
     db,
     clock,
@@ -27,6 +37,7 @@ export function buildAutomation(
     mail: services.mail,
     connections: services.connections,
     templates: services.templates,
+    connectors: connectors.service,
   });
   const runs = createRunsModule({
     db,
@@ -40,11 +51,12 @@ export function buildAutomation(
     conversations: services.conversations,
     locks: services.locks,
     sending: services.sending,
+    connectors: connectors.service,
   });
   const schedules = createSchedulesModule({ db, clock, queue, audit: services.audit, targets: services.notifications, runs: runs.service.scheduleTargets });
   return {
-    modules: [automations, runs, schedules],
-    services: { automations: automations.service, runs: runs.service, schedules: schedules.service },
+    modules: [connectors, automations, runs, schedules],
+    services: { connectors: connectors.service, automations: automations.service, runs: runs.service, schedules: schedules.service },
   } satisfies Area<object>;
 }
 

@@ -355,7 +355,7 @@ export function createGuardedHttp(options: GuardedHttpOptions): GuardedHttp {
       const response = await dispatcherFor(parsed.origin, address).request({
         origin: parsed.origin,
         path: parsed.path,
-        method: outgoing.method as Dispatcher.HttpMethod,
+        method: outgoing.method,
         headers,
         body: outgoing.body ?? null,
         signal: controller.signal,

@@ -21,6 +21,7 @@ import * as schedules from './0019_schedules.ts';
 import * as invites from './0020_invites.ts';
 import * as singleOwner from './0021_single_owner.ts';
 import * as automations from './0022_automations.ts';
+import * as connectors from './0024_connectors.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020_invites': invites,
   '0021_single_owner': singleOwner,
   '0022_automations': automations,
+  '0024_connectors': connectors,
 };

@@ -10,6 +10,7 @@ import { mergeMetadata } from '../../lib/metadata.ts';
 import { StoredJson } from '../../lib/stored-json.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
+import type { ConnectorsService } from '../connectors/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { Mode } from '../credentials/scopes.schemas.ts';
 import type { MailService } from '../mail/index.ts';
@@ -121,12 +122,13 @@ export interface AutomationsServiceDeps {
   mail: Pick<MailService, 'notifyOwners'>;
   connections: Pick<ConnectionsService, 'getForReference'>;
   templates: Pick<TemplatesService, 'approvedAmong'>;
+  connectors: Pick<ConnectorsService, 'assertUsableForDeploy'>;
 }
 
 const TRIGGERS_TAG = 'triggers';
 
 export function createAutomationsService(deps: AutomationsServiceDeps) {
-  const { db, clock, events, audit, mail, connections, templates } = deps;
+  const { db, clock, events, audit, mail, connections, templates, connectors } = deps;
   const definitions = new Map<string, Definition>();
   let runs: InFlightRuns | undefined;
   /**
@@ -261,7 +263,8 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
 
   /**
    * Refuses a version that cannot run: a step type not deployable yet (`operation_unsupported`), a
-   * disconnected connection (`connection_inactive`), a template not approved (`template_not_approved`).
+   * disconnected connection (`connection_inactive`), a template not approved (`template_not_approved`), a
+   * connector account that is not active or of another mode or connection (`invalid_state`, `resource_not_found`).
    * `param` is the request's field that named the version; `details` point into the version.
    */
   async function assertDeployable(trx: Trx, principal: Principal, row: AutomationsTable, number: number, definition: Definition, param: string | null) {
@@ -280,6 +283,12 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       }
     }
     if (blockers.templates.length > 0) throw refuse('template_not_approved', blockers.templates);
+    // Each account the version calls through must be active, of the automation's mode and connection.
+    for (const [index, step] of definition.steps.entries()) {
+      if (step.type !== 'http_request') continue;
+      const user = { organizationId: row.organization_id, mode: row.mode, connectionId: row.connection_id };
+      await connectors.assertUsableForDeploy(trx, user, step.connector_account_id, `/definition/steps/${index}/connector_account_id`);
+    }
   }
 
   /** Deploys version `number` of a locked automation and settles its runs in flight, in one transaction. */

@@ -183,8 +183,8 @@ export const STEP_SCHEMAS = {
 };
 export type StepType = keyof typeof STEP_SCHEMAS;
 export const STEP_TYPES = Object.keys(STEP_SCHEMAS) as StepType[];
-/** Validated and stored, but refused at deploy until approvals and connectors exist. */
-export const STEP_TYPES_NOT_YET_DEPLOYABLE: readonly StepType[] = ['http_request', 'request_approval'];
+/** Validated and stored, but refused at deploy until approvals exist. */
+export const STEP_TYPES_NOT_YET_DEPLOYABLE: readonly StepType[] = ['request_approval'];
 /** The steps a run stops at, so that a cycle through one of them cannot spin (the static loop guard). */
 export const WAITING_STEP_TYPES: readonly StepType[] = ['wait_for_reply', 'delay', 'request_approval'];
 

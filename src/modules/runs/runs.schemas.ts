@@ -80,6 +80,11 @@ const SimulatedReply = Strict({
   ),
 });
 
+const SimulatedHttpAnswer = Strict({
+  status: Type.Integer({ minimum: 100, maximum: 599, description: 'The answer’s status: 2xx takes the `ok` branch, anything else `error`.' }),
+  body: Type.Optional(Type.Unknown({ description: 'What the answer carries, saved under `save_as` as the live answer’s parsed body would be.' })),
+});
+
 export const TriggerRunBody = Strict({
   automation_id: Id('automation'),
   input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Checked against the definition’s `input_schema`; read as `input`.' })),
@@ -94,8 +99,16 @@ export const TriggerRunBody = Strict({
   replay_of: Type.Optional(Id('run', 'Run again with that run’s input and target, on its version unless `version` says otherwise.')),
   simulate: Type.Optional(
     Strict(
-      { replies: Type.Optional(Type.Array(SimulatedReply, { maxItems: 100, description: 'Dry runs: each wait_for_reply takes the next reply, in order.' })) },
-      { description: 'Dry runs only: what the customer does.' },
+      {
+        replies: Type.Optional(Type.Array(SimulatedReply, { maxItems: 100, description: 'Dry runs: each wait_for_reply takes the next reply, in order.' })),
+        http: Type.Optional(
+          Type.Array(SimulatedHttpAnswer, {
+            maxItems: 100,
+            description: 'Dry runs: each http_request takes the next answer, in order (nothing is called); one with none left takes `error`.',
+          }),
+        ),
+      },
+      { description: 'Dry runs only: what the customer and the systems called do.' },
     ),
   ),
 });
