@@ -1,5 +1,6 @@
 import { createApprovalsModule } from '../modules/approvals/index.ts';
 import { createAutomationsModule } from '../modules/automations/index.ts';
+import { createConnectorsModule } from '../modules/connectors/index.ts';
 import { createRunsModule } from '../modules/runs/index.ts';
 import { createSchedulesModule } from '../modules/schedules/index.ts';
 import type { Area } from './area.ts';
@@ -10,8 +11,9 @@ import type { PlatformServices } from './platform.ts';
 
 /**
  * What the business has automated: automations and their versions, the runs that execute them, the
- * approvals runs ask people for, and schedules, whose occurrences send notifications or start runs.
- * Runs are built on automations and approvals, and hand each back what it needs of runs (`attachRuns`).
+ * approvals runs ask people for, connector accounts their `http_request` steps call through, and
+ * schedules, whose occurrences send notifications or start runs. Runs are built on automations and
+ * approvals, and hand each back what it needs of runs (`attachRuns`).
  */
 export function buildAutomation(
   core: Core,
@@ -19,7 +21,15 @@ export function buildAutomation(
     Pick<MessagingServices, 'connections' | 'templates' | 'conversations' | 'contacts' | 'locks' | 'sending'> &
     Pick<OutreachServices, 'notifications'>,
 ) {
-  const { db, clock, events, queue, log } = core;
+  const { db, clock, events, queue, log, secrets, config } = core;
+  const connectors = createConnectorsModule({
+    db,
+    clock,
+    secrets,
+    allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    audit: services.audit,
+    connections: services.connections,
+  });
   const automations = createAutomationsModule({
     db,
     clock,
@@ -28,6 +38,7 @@ export function buildAutomation(
     mail: services.mail,
     connections: services.connections,
     templates: services.templates,
+    connectors: connectors.service,
   });
   const approvals = createApprovalsModule({ db, clock, queue, events });
   const runs = createRunsModule({
@@ -43,11 +54,18 @@ export function buildAutomation(
     conversations: services.conversations,
     locks: services.locks,
     sending: services.sending,
+    connectors: connectors.service,
   });
   const schedules = createSchedulesModule({ db, clock, queue, audit: services.audit, targets: services.notifications, runs: runs.service.scheduleTargets });
   return {
-    modules: [automations, approvals, runs, schedules],
-    services: { automations: automations.service, approvals: approvals.service, runs: runs.service, schedules: schedules.service },
+    modules: [connectors, automations, approvals, runs, schedules],
+    services: {
+      connectors: connectors.service,
+      automations: automations.service,
+      approvals: approvals.service,
+      runs: runs.service,
+      schedules: schedules.service,
+    },
   } satisfies Area<object>;
 }
 

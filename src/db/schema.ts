@@ -648,6 +648,30 @@ export interface RunEventsTable {
   data: string;
 }
 
+/** An organization's credentials for another system (`cna_`); 0024_connectors explains the columns. */
+export interface ConnectorAccountsTable {
+  id: string;
+  organization_id: string;
+  mode: string;
+  connection_id: string | null;
+  connector: string;
+  name: string;
+  /** pending | active | needs_reauth | revoked | error */
+  status: string;
+  base_url: string;
+  /** JSON array of host names. */
+  allowed_hosts: string;
+  /** Sealed JSON of the connector's fields but `base_url` (AAD: the id); null once disconnected. */
+  credentials: string | null;
+  secret_hint: string | null;
+  last_verified_at: string | null;
+  last_used_at: string | null;
+  last_error: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
 /** An invitation to join an organization (`inv_`); 0020_invites explains the statuses. */
 export interface InvitesTable {
   id: string;
@@ -715,4 +739,5 @@ export interface Database {
   runs: RunsTable;
   approvals: ApprovalsTable;
   run_events: RunEventsTable;
+  connector_accounts: ConnectorAccountsTable;
 }

@@ -78,7 +78,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 /**
  * Authenticated encryption for secrets the service must read back later (webhook signing secrets,
- * provider tokens). Output: `v1.<iv>.<tag>.<ciphertext>`, base64url parts.
+ * provider tokens, connector credentials). Output: `v1.<iv>.<tag>.<ciphertext>`, base64url parts.
+ * `aad` (additional authenticated data, such as the id of the record the secret belongs to) binds a
+ * sealed value to its owner: opened with any other `aad`, it fails instead of answering.
  */
 export class SecretBox {
   /**
@@ -93,18 +95,20 @@ export class SecretBox {
     this.#key = createSecretKey(masterKey);
   }
 
-  seal(plaintext: string): string {
+  seal(plaintext: string, aad?: string): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    if (aad !== undefined) cipher.setAAD(Buffer.from(aad, 'utf8'));
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
   }
 
-  open(sealed: string): string {
+  open(sealed: string, aad?: string): string {
     const [version, iv, tag, body] = sealed.split('.');
     if (version !== 'v1' || !iv || !tag || body === undefined) throw new Error('not a sealed secret');
     const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    if (aad !== undefined) decipher.setAAD(Buffer.from(aad, 'utf8'));
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
   }
 }

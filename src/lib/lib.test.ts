@@ -52,6 +52,14 @@ describe('crypto helpers', () => {
     assert.throws(() => box.open(tampered));
   });
 
+  it('a secret sealed for one record opens only for that record', () => {
+    const box = new SecretBox(randomBytes(32));
+    const sealed = box.seal('sk_live_token', 'cna_one');
+    assert.equal(box.open(sealed, 'cna_one'), 'sk_live_token');
+    assert.throws(() => box.open(sealed, 'cna_two'));
+    assert.throws(() => box.open(sealed));
+  });
+
   it('constant-time comparison is still a comparison', () => {
     assert.equal(constantTimeEqual('abc', 'abc'), true);
     assert.equal(constantTimeEqual('abc', 'abd'), false);

@@ -22,6 +22,7 @@ import * as invites from './0020_invites.ts';
 import * as singleOwner from './0021_single_owner.ts';
 import * as automations from './0022_automations.ts';
 import * as approvals from './0023_approvals.ts';
+import * as connectors from './0024_connectors.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021_single_owner': singleOwner,
   '0022_automations': automations,
   '0023_approvals': approvals,
+  '0024_connectors': connectors,
 };

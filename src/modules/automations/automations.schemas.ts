@@ -63,8 +63,7 @@ export const AutomationVersionSchema = Type.Object({
   message: Nullable(Type.String()),
   created_by: Type.String({ description: 'The member (`mem_`) or the credential (`key_`, `otk_`) that wrote it.' }),
   warnings: Type.Array(Type.String(), {
-    description:
-      'What would refuse a deploy of this version as it was written (a template not approved, a step type not deployable yet), each naming its pointer.',
+    description: 'What would refuse a deploy of this version as it was written (a template not approved), each naming its pointer.',
   }),
   created_at: Timestamp,
 });

@@ -10,6 +10,7 @@ import { mergeMetadata } from '../../lib/metadata.ts';
 import { StoredJson } from '../../lib/stored-json.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
+import type { ConnectorsService } from '../connectors/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { Mode } from '../credentials/scopes.schemas.ts';
 import type { MailService } from '../mail/index.ts';
@@ -30,7 +31,7 @@ import type {
 } from './automations.schemas.ts';
 import type { AutomationChanges, AutomationScope, AutomationsStore } from './automations.store.ts';
 import { checkDefinition, templatesUsed, type DefinitionProblem } from './definition/check-definition.ts';
-import { MAX_DEFINITION_BYTES, STEP_TYPES_NOT_YET_DEPLOYABLE, type Definition } from './definition.schemas.ts';
+import { MAX_DEFINITION_BYTES, type Definition } from './definition.schemas.ts';
 
 /** Versions an automation keeps; older ones are pruned, except those deployed now or before, and those runs started on. */
 export const MAX_VERSIONS_KEPT = 100;
@@ -108,7 +109,6 @@ function checkVersion(definition: Definition): void {
 
 /** What keeps a version from being deployed, found by reading: each entry names its pointer in the version (`/definition/...`). */
 interface Blockers {
-  steps: ErrorDetail[];
   templates: ErrorDetail[];
 }
 
@@ -121,12 +121,13 @@ export interface AutomationsServiceDeps {
   mail: Pick<MailService, 'notifyOwners'>;
   connections: Pick<ConnectionsService, 'getForReference'>;
   templates: Pick<TemplatesService, 'approvedAmong'>;
+  connectors: Pick<ConnectorsService, 'assertUsableForDeploy'>;
 }
 
 const TRIGGERS_TAG = 'triggers';
 
 export function createAutomationsService(deps: AutomationsServiceDeps) {
-  const { db, clock, events, audit, mail, connections, templates } = deps;
+  const { db, clock, events, audit, mail, connections, templates, connectors } = deps;
   const definitions = new Map<string, Definition>();
   let runs: InFlightRuns | undefined;
   /**
@@ -193,17 +194,6 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
   }
 
   async function blockersOf(executor: Db, row: AutomationsTable, definition: Definition): Promise<Blockers> {
-    const steps = definition.steps.flatMap((step, index) =>
-      STEP_TYPES_NOT_YET_DEPLOYABLE.includes(step.type)
-        ? [
-            {
-              param: `/definition/steps/${index}/type`,
-              code: 'step_not_deployable',
-              message: `${step.type} steps cannot be deployed until connectors are available`,
-            },
-          ]
-        : [],
-    );
     const used = templatesUsed(definition, '/definition');
     const approved = await templates.approvedAmong(
       executor,
@@ -219,7 +209,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         code: 'template_not_approved',
         message: `template ${template.name} (${template.language}) is not approved ${where}`,
       }));
-    return { steps, templates: unapproved };
+    return { templates: unapproved };
   }
 
   /** Writes version N+1 of a locked automation and prunes the oldest beyond what is kept; answers both rows as they now are. */
@@ -240,7 +230,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       definition: JSON.stringify(definition),
       message,
       created_by: authorOf(principal),
-      warnings: JSON.stringify([...blockers.steps, ...blockers.templates].map((blocker) => `${blocker.param}: ${blocker.message}`)),
+      warnings: JSON.stringify(blockers.templates.map((blocker) => `${blocker.param}: ${blocker.message}`)),
       created_at: now.toISOString(),
     };
     await store.insertVersion(trx, version);
@@ -260,17 +250,16 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
   }
 
   /**
-   * Refuses a version that cannot run: a step type not deployable yet (`operation_unsupported`), a
-   * disconnected connection (`connection_inactive`), a template not approved (`template_not_approved`).
+   * Refuses a version that cannot run: a disconnected connection (`connection_inactive`), a template not approved (`template_not_approved`), a
+   * connector account that is not active or of another mode or connection (`invalid_state`, `resource_not_found`).
    * `param` is the request's field that named the version; `details` point into the version.
    */
   async function assertDeployable(trx: Trx, principal: Principal, row: AutomationsTable, number: number, definition: Definition, param: string | null) {
     const blockers = await blockersOf(trx, row, definition);
-    const refuse = (code: 'operation_unsupported' | 'template_not_approved', found: ErrorDetail[]) => {
+    const refuse = (code: 'template_not_approved', found: ErrorDetail[]) => {
       const more = found.length > 1 ? ` (and ${found.length - 1} more in details)` : '';
       return new AppError(code, `Version ${number} cannot be deployed: ${found[0]!.param}: ${found[0]!.message}${more}.`, { param, details: details(found) });
     };
-    if (blockers.steps.length > 0) throw refuse('operation_unsupported', blockers.steps);
     if (row.connection_id !== null) {
       const connection = await connections.getForReference(trx, principal, row.connection_id, '/connection_id');
       if (connection.status === 'disconnected') {
@@ -280,6 +269,12 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       }
     }
     if (blockers.templates.length > 0) throw refuse('template_not_approved', blockers.templates);
+    // Each account the version calls through must be active, of the automation's mode and connection.
+    for (const [index, step] of definition.steps.entries()) {
+      if (step.type !== 'http_request') continue;
+      const user = { organizationId: row.organization_id, mode: row.mode, connectionId: row.connection_id };
+      await connectors.assertUsableForDeploy(trx, user, step.connector_account_id, `/definition/steps/${index}/connector_account_id`);
+    }
   }
 
   /** Deploys version `number` of a locked automation and settles its runs in flight, in one transaction. */

@@ -127,7 +127,7 @@ describe('automations', () => {
       );
     });
 
-    it('a template not approved and a step type not deployable yet are stored, with a warning naming each pointer', async () => {
+    it('a template not approved is stored, with a warning naming its pointer', async () => {
       const definition = definitionWith([
         greet({ template: 'order_update', next: 'call' }),
         { id: 'call', type: 'http_request', connector_account_id: newId('connectorAccount'), method: 'GET', path: '/orders' },
@@ -135,9 +135,8 @@ describe('automations', () => {
       const automation = await created({ definition, connection_id: line.id });
       const version = await server.request('GET', `/v1/automations/${automation.id}/versions/1`, { token: owner.token });
       assert.equal(version.status, 200, version.text);
-      assert.equal(version.body.warnings.length, 2, version.text);
-      assert.match(version.body.warnings[0], /^\/definition\/steps\/1\/type: http_request steps cannot be deployed until connectors are available$/);
-      assert.match(version.body.warnings[1], /^\/definition\/steps\/0\/template: template order_update \(en_US\) is not approved/);
+      assert.equal(version.body.warnings.length, 1, version.text);
+      assert.match(version.body.warnings[0], /^\/definition\/steps\/0\/template: template order_update \(en_US\) is not approved/);
     });
 
     it('a test key creates test automations; a dashboard token may ask for test mode; a connection fixes the mode', async () => {
@@ -376,12 +375,11 @@ describe('automations', () => {
       assert.equal((await get(automation.id)).body.deployed_version, null);
     });
 
-    it('a version with an http_request step is refused at deploy until connectors exist', async () => {
+    it('a version whose http_request step names no connector account of the organization is refused at deploy', async () => {
       const call = { id: 'call', type: 'http_request', connector_account_id: newId('connectorAccount'), method: 'GET', path: '/orders' };
       const automation = await created({ definition: definitionWith([call]) });
-      const error = assertError(await post(automation.id, 'deploy', { version: 1 }), 400, 'operation_unsupported');
-      assert.equal(error.param, '/version');
-      assert.equal(error.details[0].param, '/definition/steps/0/type');
+      const error = assertError(await post(automation.id, 'deploy', { version: 1 }), 404, 'resource_not_found');
+      assert.equal(error.param, '/definition/steps/0/connector_account_id');
     });
 
     it('an unknown version, a bad policy and unknown fields are refused', async () => {

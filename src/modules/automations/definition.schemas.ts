@@ -183,8 +183,6 @@ export const STEP_SCHEMAS = {
 };
 export type StepType = keyof typeof STEP_SCHEMAS;
 export const STEP_TYPES = Object.keys(STEP_SCHEMAS) as StepType[];
-/** Validated and stored, but refused at deploy until connectors exist. */
-export const STEP_TYPES_NOT_YET_DEPLOYABLE: readonly StepType[] = ['http_request'];
 /** The steps an approval may gate (`action_step`): those that act on the conversation, the customer or another system. */
 export const ACTION_STEP_TYPES: readonly StepType[] = ['send_message', 'send_template', 'set_tags', 'assign', 'handoff', 'http_request'];
 /** The steps a run stops at, so that a cycle through one of them cannot spin (the static loop guard). */

@@ -12,6 +12,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { DeployedAutomation } from '../automations/automation-runs.ts';
 import type { Step, StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
+import type { ConnectorsService } from '../connectors/index.ts';
 import type { SendingService } from '../messages/index.ts';
 import { endingEntry, failureOf, MAX_STEPS_PER_RUN, newRunRow, MAX_VISITS_PER_STEP, RunChange, runPrincipal, toRun, type RunEngine } from './run-engine.ts';
 import { afterApproval, afterWait, describeAction, effectEntry, MAX_VARIABLES_BYTES, planStep, stepOf, takeReply, type StepPlan } from './run-steps.ts';
@@ -44,8 +45,9 @@ export function createDryRuns(deps: {
   store: RunsStore;
   engine: Pick<RunEngine, 'contextOf'>;
   sending: Pick<SendingService, 'prepare'>;
+  connectors: Pick<ConnectorsService, 'resolve'>;
 }) {
-  const { db, clock, store, engine, sending } = deps;
+  const { db, clock, store, engine, sending, connectors } = deps;
 
   async function walk(row: RunsTable, change: RunChange, automation: DeployedAutomation, simulate: DryRunRequest['simulate']): Promise<void> {
     const { definition } = automation;
@@ -53,6 +55,7 @@ export function createDryRuns(deps: {
     const approvals = [...(simulate.approvals ?? [])];
     // The action step's plan an approved approval froze: that step runs it instead of rendering anew.
     const frozen = new Map<string, StepPlan>();
+    const answers = [...(simulate.http ?? [])];
     let repliesUsed = 0;
     let now = new Date(Date.parse(row.created_at));
     const visits = new Map<string, number>();
@@ -154,6 +157,41 @@ export function createDryRuns(deps: {
             change.note('wait.over', step.id);
             if (!go(plan.next)) return;
             continue;
+          case 'http': {
+            // The account and the URL are checked as a live run checks them; the answer is the next simulated one.
+            const user = { organizationId: change.row.organization_id, mode: change.row.mode, connectionId: change.row.connection_id };
+            let failure: { code: string; message: string } | undefined;
+            try {
+              const url = await connectors.resolve(db, user, plan.request.accountId, plan.request, '/connector_account_id');
+              change.note('effect.http_request', step.id, { simulated: true, method: plan.request.method, url, attempt: 1 });
+              const answer = answers.shift();
+              if (answer === undefined) {
+                failure = { code: 'invalid_state', message: 'no simulated answer was left for this request (simulate.http)' };
+                change.note('effect.http_response', step.id, { simulated: true, error: failure.code });
+              } else {
+                change.note('effect.http_response', step.id, { simulated: true, status: answer.status });
+                if (plan.saveAs !== null) setVariables(change, { [plan.saveAs]: { status: answer.status, headers: {}, body: answer.body ?? null } });
+                if (answer.status < 200 || answer.status > 299) {
+                  failure = {
+                    code: answer.status >= 500 ? 'provider_unavailable' : 'provider_rejected',
+                    message: `${plan.request.method} ${url} answered ${answer.status}`,
+                  };
+                }
+              }
+            } catch (error) {
+              if (!(error instanceof AppError)) throw error;
+              failure = { code: error.code, message: error.message };
+            }
+            if (failure === undefined) {
+              change.note('step.completed', step.id);
+              if (!go(plan.ok)) return;
+              continue;
+            }
+            change.note('step.failed', step.id, failure);
+            if (plan.error === null) return end('failed', failure);
+            if (!go(plan.error)) return;
+            continue;
+          }
           case 'end':
             return end('completed', { outcome: plan.outcome, reason: plan.reason });
           case 'request_approval': {

@@ -29,7 +29,7 @@ export type RunsModuleDeps = Omit<RunEngineDeps, 'store' | 'events' | 'automatio
 export function createRunsModule(deps: RunsModuleDeps): Module<RunsService> {
   const store = createRunsStore();
   const engine = createRunEngine({ ...deps, store });
-  const dryRuns = createDryRuns({ db: deps.db, clock: deps.clock, store, engine, sending: deps.sending });
+  const dryRuns = createDryRuns({ db: deps.db, clock: deps.clock, store, engine, sending: deps.sending, connectors: deps.connectors });
   const service = createRunsService({ ...deps, store, engine, dryRuns });
   deps.automations.attachRuns(service.inFlight);
   deps.approvals.attachRuns(engine.forApprovals);

@@ -19,6 +19,7 @@ import type { ApprovalsForRuns, RunsForApprovals } from '../approvals/index.ts';
 import type { AutomationsForRuns, DeployedAutomation } from '../automations/automation-runs.ts';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, type Definition, type Step, type StepOf } from '../automations/definition.schemas.ts';
 import { ExpressionError, type ExpressionContext } from '../automations/definition/expressions.ts';
+import type { ConnectorsService } from '../connectors/index.ts';
 import type { ContactsService } from '../contacts/index.ts';
 import type { ConversationLocksService } from '../conversation-locks/index.ts';
 import type { ConversationsService } from '../conversations/index.ts';
@@ -26,6 +27,7 @@ import type { Principal } from '../credentials/principal.ts';
 import { SCOPES } from '../credentials/scopes.schemas.ts';
 import type { SendingService } from '../messages/index.ts';
 import { approvalRequest, frozenActionOf } from './approval-step.ts';
+import { createHttpStep, type Attempt, type PendingHttp } from './http-step.ts';
 import {
   afterApproval,
   afterWait,
@@ -262,6 +264,7 @@ export interface RunEngineDeps {
   sending: Pick<SendingService, 'prepare' | 'storeChecked'>;
   locks: Pick<ConversationLocksService, 'assertMaySend'>;
   approvals: ApprovalsForRuns;
+  connectors: Pick<ConnectorsService, 'resolve' | 'call'>;
 }
 
 export function createRunEngine(deps: RunEngineDeps) {
@@ -397,6 +400,16 @@ export function createRunEngine(deps: RunEngineDeps) {
     return { free: true };
   }
 
+  const http = createHttpStep({
+    db,
+    store,
+    connectors: deps.connectors,
+    changeOf: (row) => new RunChange(row, clock.now()),
+    advance,
+    fail,
+    setVariables,
+  });
+
   /** Checks a send before the step's transaction (send checks read on their own handle); a refusal is the step's failure. */
   async function prepareSend(row: RunsTable, content: Effect & { type: 'send' }, context: ExpressionContext) {
     // The conversation's customer as it is now: a contact merge may have moved the thread to the survivor.
@@ -476,7 +489,7 @@ export function createRunEngine(deps: RunEngineDeps) {
   }
 
   /** Executes the current step of a run that is running (or queued: its first step). */
-  async function executeStep(row0: RunsTable, seq: number): Promise<void> {
+  async function executeStep(row0: RunsTable, seq: number, attempt: Attempt): Promise<void> {
     const definition = await definitionOf(db, row0);
     const step = stepOf(definition, row0.current_step_id!);
     const context = await contextOf(db, row0, step !== undefined && evaluatesExpressions(step, row0.early_reply !== null));
@@ -500,11 +513,13 @@ export function createRunEngine(deps: RunEngineDeps) {
       failure = failureOf(error);
     }
 
-    await db.transaction().execute(async (trx) => {
+    const pending = await db.transaction().execute(async (trx): Promise<PendingHttp | void> => {
       const row = await store.lockById(trx, row0.id);
       if (!row || row.seq !== seq || (row.status !== 'running' && row.status !== 'queued')) return;
       causes.set(trx, { automationId: row.automation_id, depth: row.depth });
       const change = new RunChange(row, clock.now());
+      // A request already sent once (a retry, or a worker lost after the call) is sent again, neither counted nor started twice.
+      if (plan?.kind === 'http' && (await http.begun(trx, row))) return http.record(trx, change, plan, attempt);
       if (row.status === 'queued') {
         change.set({ status: 'running', started_at: clock.now().toISOString() });
         change.note('run.started', null);
@@ -515,15 +530,17 @@ export function createRunEngine(deps: RunEngineDeps) {
       const tripped = countStep(change);
       if (tripped) return fail(trx, change, tripped.code, tripped.message);
       // A step with an error branch takes it for any failure of its own: an expression as much as a refused send.
-      const onError = step && 'on_error' in step ? (step.on_error ?? null) : null;
+      const onError = step?.type === 'http_request' ? (step.branches?.error ?? null) : step && 'on_error' in step ? (step.on_error ?? null) : null;
       if (failure || !plan) return failStep(trx, change, failure ?? new StepFailure('invalid_state', 'the step has no plan'), onError);
       change.note('step.started', stepId, { type: step!.type });
       try {
-        await carryOut(trx, change, step!, plan, { prepared, skipTo, context, uncounted });
+        return await carryOut(trx, change, step!, plan, { prepared, skipTo, context, uncounted, attempt });
       } catch (error) {
         await failStep(trx, change, failureOf(error), onError);
       }
     });
+    // After the commit that recorded it: the call never happens inside a transaction.
+    if (pending) await http.complete(pending, attempt);
   }
 
   async function carryOut(
@@ -537,8 +554,9 @@ export function createRunEngine(deps: RunEngineDeps) {
       context: ExpressionContext;
       /** The guards' counts before this step: a paused step did not run, and runs again from the start. */
       uncounted: Pick<RunsTable, 'steps_executed' | 'visits'>;
+      attempt: Attempt;
     },
-  ): Promise<void> {
+  ): Promise<PendingHttp | void> {
     const { prepared, skipTo, context } = done;
     switch (plan.kind) {
       case 'advance':
@@ -583,6 +601,14 @@ export function createRunEngine(deps: RunEngineDeps) {
         change.set({ status: 'waiting', waiting_for: JSON.stringify(waitingFor) });
         change.note('wait.approval', step.id, { until: approval.expires_at, approval_id: approval.id });
         return change.save(trx, store);
+      }
+      case 'http': {
+        const standingNow = await standing(trx, change.row);
+        if (!standingNow.free) {
+          change.set(done.uncounted);
+          return pause(trx, change, standingNow.why);
+        }
+        return http.record(trx, change, plan, done.attempt);
       }
       case 'unavailable':
         throw new StepFailure('invalid_state', plan.message);
@@ -639,11 +665,11 @@ export function createRunEngine(deps: RunEngineDeps) {
     takeForWait,
 
     /** The `run.step` job. */
-    async runStep(runId: string, seq: number): Promise<void> {
+    async runStep(runId: string, seq: number, attempt: Attempt = { attempt: 1, maxAttempts: 1 }): Promise<void> {
       const row = await store.findById(db, runId);
       if (!row || row.seq !== seq || isFinal(row.status) || row.status === 'paused') return;
       if (row.status === 'waiting') return wake(row, seq);
-      return executeStep(row, seq);
+      return executeStep(row, seq, attempt);
     },
 
     /** The `run.timeout` job: a run still active at its `timeout_at` ends; one paused for want of control is canceled. */

@@ -29,8 +29,23 @@ export type StepPlan =
   | { kind: 'end'; outcome: string; reason: string | null }
   /** Ask people first: the action step's plan, rendered now, is what an approval carries out (never a re-render). */
   | { kind: 'request_approval'; title: string; summary: string | null; actionStepId: string; action: StepPlan; until: Date }
+  /** A request through a connector account (http-step.ts), rendered; its answer picks `ok` or `error`. */
+  | { kind: 'http'; request: HttpStepRequest; ok: string | null; error: string | null; saveAs: string | null }
   /** A step type this release refuses at deploy: a run can reach one only through a version deployed before. */
   | { kind: 'unavailable'; message: string };
+
+/** An `http_request` step rendered: its holes filled and its body evaluated, credentials not yet added (they never meet CEL). */
+export interface HttpStepRequest {
+  accountId: string;
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  /** JSON text, or undefined for no body. */
+  body: string | undefined;
+  timeoutMs: number;
+}
+
+export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
 
 /** The maximum size of the variables of a run, as JSON. */
 export const MAX_VARIABLES_BYTES = 64 * 1024;
@@ -167,6 +182,21 @@ export function planStep(step: Step, context: ExpressionContext, now: Date, defi
     }
     case 'end':
       return { kind: 'end', outcome: step.outcome ?? 'completed', reason: step.reason ?? null };
+    case 'http_request':
+      return {
+        kind: 'http',
+        request: {
+          accountId: step.connector_account_id,
+          method: step.method,
+          path: renderText(step.path, context),
+          query: Object.fromEntries(Object.entries(step.query ?? {}).map(([name, value]) => [name, renderText(value, context)])),
+          body: step.body === undefined ? undefined : JSON.stringify(evaluateExpression(step.body, context)),
+          timeoutMs: step.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS,
+        },
+        ok: step.branches?.ok ?? null,
+        error: step.branches?.error ?? null,
+        saveAs: step.save_as ?? null,
+      };
     case 'request_approval':
       return planApproval(step, definition, context, now);
     case 'http_request':

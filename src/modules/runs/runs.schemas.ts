@@ -92,6 +92,11 @@ const SimulatedApproval = Strict({
   ),
 });
 
+const SimulatedHttpAnswer = Strict({
+  status: Type.Integer({ minimum: 100, maximum: 599, description: 'The answer’s status: 2xx takes the `ok` branch, anything else `error`.' }),
+  body: Type.Optional(Type.Unknown({ description: 'What the answer carries, saved under `save_as` as the live answer’s parsed body would be.' })),
+});
+
 export const TriggerRunBody = Strict({
   automation_id: Id('automation'),
   input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Checked against the definition’s `input_schema`; read as `input`.' })),
@@ -114,8 +119,14 @@ export const TriggerRunBody = Strict({
             description: 'Dry runs: each request_approval step takes the next decision, in order; none left, it expires at its deadline.',
           }),
         ),
+        http: Type.Optional(
+          Type.Array(SimulatedHttpAnswer, {
+            maxItems: 100,
+            description: 'Dry runs: each http_request takes the next answer, in order (nothing is called); one with none left takes `error`.',
+          }),
+        ),
       },
-      { description: 'Dry runs only: what the customer and the approvers do.' },
+      { description: 'Dry runs only: what the customer, the approvers and the systems called do.' },
     ),
   ),
 });
