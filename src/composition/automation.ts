@@ -17,7 +17,7 @@ import type { PlatformServices } from './platform.ts';
  */
 export function buildAutomation(
   core: Core,
-  services: Pick<PlatformServices, 'audit' | 'mail'> &
+  services: Pick<PlatformServices, 'audit' | 'mail' | 'organizations'> &
     Pick<MessagingServices, 'connections' | 'templates' | 'conversations' | 'contacts' | 'locks' | 'sending'> &
     Pick<OutreachServices, 'notifications'>,
 ) {
@@ -39,6 +39,7 @@ export function buildAutomation(
     connections: services.connections,
     templates: services.templates,
     connectors: connectors.service,
+    organizations: services.organizations,
   });
   const approvals = createApprovalsModule({ db, clock, queue, events });
   const runs = createRunsModule({

@@ -19,7 +19,7 @@ export function buildPlatform(core: Core) {
   const { isUniqueViolation } = store.dialect;
   const secureCookies = config.publicBaseUrl.startsWith('https:');
   const audit = createAuditEventsModule({ db, clock });
-  const organizations = createOrganizationsModule({ db, clock });
+  const organizations = createOrganizationsModule({ db, clock, audit: audit.service });
   // Mail reads the owners' addresses from members, and members mail about ownership: the one cycle
   // of this area, closed by a function that runs only after both exist.
   const members: ReturnType<typeof createMembersModule> = createMembersModule({

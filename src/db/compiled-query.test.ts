@@ -9,7 +9,7 @@ import { rejectionOf } from '../../test/rejection.ts';
 const AT = '2026-06-01T12:00:00.000Z';
 
 function organization(id: string, name: string): OrganizationsTable {
-  return { id, name, metadata: '{}', created_at: AT, updated_at: AT };
+  return { id, name, metadata: '{}', require_approval_for_risky_actions: 0, created_at: AT, updated_at: AT };
 }
 
 function auditEvent(id: string, organizationId: string, action: string, targetId: string): AuditEventsTable {

@@ -6,6 +6,8 @@ export interface OrganizationsTable {
   id: string;
   name: string;
   metadata: string;
+  /** 0/1 (0025_organization_settings): live automations' risky steps only as an approval's action. */
+  require_approval_for_risky_actions: number;
   created_at: string;
   updated_at: string;
 }

@@ -22,7 +22,10 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('round-trips 0/1 flags, unicode text and nulls the same on both backends', async () => {
     const { db } = testStore.store;
     const now = new Date().toISOString();
-    await db.insertInto('organizations').values({ id: 'org_1', name: 'Ünïcode ✓', metadata: '{}', created_at: now, updated_at: now }).execute();
+    await db
+      .insertInto('organizations')
+      .values({ id: 'org_1', name: 'Ünïcode ✓', metadata: '{}', require_approval_for_risky_actions: 0, created_at: now, updated_at: now })
+      .execute();
     await db
       .insertInto('connections')
       .values({
@@ -71,7 +74,10 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     const now = new Date().toISOString();
     await assert.rejects(
       db.transaction().execute(async (trx) => {
-        await trx.insertInto('organizations').values({ id: 'org_rollback', name: 'x', metadata: '{}', created_at: now, updated_at: now }).execute();
+        await trx
+          .insertInto('organizations')
+          .values({ id: 'org_rollback', name: 'x', metadata: '{}', require_approval_for_risky_actions: 0, created_at: now, updated_at: now })
+          .execute();
         throw new Error('abort');
       }),
     );
@@ -81,7 +87,10 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('holds a row read with lockRows until the transaction ends: a second reader sees the first one’s change', async () => {
     const { db } = testStore.store;
     const now = new Date().toISOString();
-    await db.insertInto('organizations').values({ id: 'org_locked', name: 'x', metadata: '{}', created_at: now, updated_at: now }).execute();
+    await db
+      .insertInto('organizations')
+      .values({ id: 'org_locked', name: 'x', metadata: '{}', require_approval_for_risky_actions: 0, created_at: now, updated_at: now })
+      .execute();
     const lockOrganization = compileOnce((db, p: { id: string }, dialect) =>
       dialect.lockRows(db.selectFrom('organizations').selectAll().where('id', '=', p.id)),
     );

@@ -23,6 +23,7 @@ import * as singleOwner from './0021_single_owner.ts';
 import * as automations from './0022_automations.ts';
 import * as approvals from './0023_approvals.ts';
 import * as connectors from './0024_connectors.ts';
+import * as organizationSettings from './0025_organization_settings.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '0022_automations': automations,
   '0023_approvals': approvals,
   '0024_connectors': connectors,
+  '0025_organization_settings': organizationSettings,
 };

@@ -14,6 +14,7 @@ import type { ConnectorsService } from '../connectors/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { Mode } from '../credentials/scopes.schemas.ts';
 import type { MailService } from '../mail/index.ts';
+import type { OrganizationsService } from '../organizations/index.ts';
 import type { TemplatesService } from '../templates/index.ts';
 import type { AutomationsForRuns, DeployedAutomation, InFlightPolicy, InFlightRuns } from './automation-runs.ts';
 import type {
@@ -110,6 +111,8 @@ function checkVersion(definition: Definition): void {
 /** What keeps a version from being deployed, found by reading: each entry names its pointer in the version (`/definition/...`). */
 interface Blockers {
   templates: ErrorDetail[];
+  /** Risky steps not gated by an approval, when the organization requires that (docs/automations.md#risky-actions). */
+  ungated: ErrorDetail[];
 }
 
 export interface AutomationsServiceDeps {
@@ -122,12 +125,13 @@ export interface AutomationsServiceDeps {
   connections: Pick<ConnectionsService, 'getForReference'>;
   templates: Pick<TemplatesService, 'approvedAmong'>;
   connectors: Pick<ConnectorsService, 'assertUsableForDeploy'>;
+  organizations: Pick<OrganizationsService, 'get'>;
 }
 
 const TRIGGERS_TAG = 'triggers';
 
 export function createAutomationsService(deps: AutomationsServiceDeps) {
-  const { db, clock, events, audit, mail, connections, templates, connectors } = deps;
+  const { db, clock, events, audit, mail, connections, templates, connectors, organizations } = deps;
   const definitions = new Map<string, Definition>();
   let runs: InFlightRuns | undefined;
   /**
@@ -209,7 +213,34 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         code: 'template_not_approved',
         message: `template ${template.name} (${template.language}) is not approved ${where}`,
       }));
-    return { templates: unapproved };
+    return { templates: unapproved, ungated: await ungatedRiskySteps(row, definition, approved) };
+  }
+
+  /**
+   * With the organization's `require_approval_for_risky_actions` on, a live automation may send a
+   * marketing template or call a connector only as the `action_step` of a `request_approval`: a
+   * person sees the rendered action before it happens. Answers the steps that do it otherwise.
+   */
+  async function ungatedRiskySteps(
+    row: AutomationsTable,
+    definition: Definition,
+    approved: readonly { name: string; language: string; category: string | null }[],
+  ): Promise<ErrorDetail[]> {
+    if (row.mode !== 'live' || !(await organizations.get(row.organization_id)).settings.require_approval_for_risky_actions) return [];
+    const gated = new Set(definition.steps.flatMap((step) => (step.type === 'request_approval' ? [step.action_step] : [])));
+    const marketing = (step: { template: string; language: string }) =>
+      approved.some((each) => each.name === step.template && each.language === step.language && each.category === 'marketing');
+    return definition.steps.flatMap((step, index) => {
+      const risky = step.type === 'http_request' ? 'calls a connector' : step.type === 'send_template' && marketing(step) ? 'sends a marketing template' : null;
+      if (risky === null || gated.has(step.id)) return [];
+      return [
+        {
+          param: `/definition/steps/${index}`,
+          code: 'approval_required',
+          message: `step ${step.id} ${risky}: the organization requires such steps to be the action_step of a request_approval step`,
+        },
+      ];
+    });
   }
 
   /** Writes version N+1 of a locked automation and prunes the oldest beyond what is kept; answers both rows as they now are. */
@@ -230,7 +261,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       definition: JSON.stringify(definition),
       message,
       created_by: authorOf(principal),
-      warnings: JSON.stringify(blockers.templates.map((blocker) => `${blocker.param}: ${blocker.message}`)),
+      warnings: JSON.stringify([...blockers.templates, ...blockers.ungated].map((blocker) => `${blocker.param}: ${blocker.message}`)),
       created_at: now.toISOString(),
     };
     await store.insertVersion(trx, version);
@@ -256,7 +287,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
    */
   async function assertDeployable(trx: Trx, principal: Principal, row: AutomationsTable, number: number, definition: Definition, param: string | null) {
     const blockers = await blockersOf(trx, row, definition);
-    const refuse = (code: 'template_not_approved', found: ErrorDetail[]) => {
+    const refuse = (code: 'template_not_approved' | 'invalid_state', found: ErrorDetail[]) => {
       const more = found.length > 1 ? ` (and ${found.length - 1} more in details)` : '';
       return new AppError(code, `Version ${number} cannot be deployed: ${found[0]!.param}: ${found[0]!.message}${more}.`, { param, details: details(found) });
     };
@@ -269,6 +300,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       }
     }
     if (blockers.templates.length > 0) throw refuse('template_not_approved', blockers.templates);
+    if (blockers.ungated.length > 0) throw refuse('invalid_state', blockers.ungated);
     // Each account the version calls through must be active, of the automation's mode and connection.
     for (const [index, step] of definition.steps.entries()) {
       if (step.type !== 'http_request') continue;

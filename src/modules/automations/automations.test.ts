@@ -18,6 +18,7 @@ import {
   createConnection,
   createKey,
   defineTemplate,
+  signUp,
   startServerWithTwoOrganizations,
   type SignedUp,
 } from '../../../test/factories.ts';
@@ -537,6 +538,65 @@ describe('automations', () => {
       assert.equal(run?.status, 'enabled');
       assert.equal(await service.versionForRun(db, owner.organizationId, automation.id, 2), undefined);
       assert.equal(await service.versionForRun(db, other.organizationId, automation.id), undefined);
+    });
+  });
+
+  describe('risky actions: the organization setting', () => {
+    it('only owners and admins change it, from the dashboard; it shows on the organization', async () => {
+      const admin = await signUp(server);
+      const patch = (body: Json, token = admin.token) => server.request('PATCH', '/v1/organization', { token, body });
+      const turnedOn = await patch({ settings: { require_approval_for_risky_actions: true } });
+      assert.equal(turnedOn.status, 200, turnedOn.text);
+      assert.deepEqual(turnedOn.body.settings, { require_approval_for_risky_actions: true });
+      const identity = await server.request('GET', '/v1/identity', { token: admin.token });
+      assert.equal(identity.body.organization.settings.require_approval_for_risky_actions, true);
+      assert.ok((await auditActions(server, admin.token, admin.organizationId)).includes('organization.updated'));
+      const agent = await addMember(server, admin.organizationId, 'agent');
+      assertError(await patch({ settings: { require_approval_for_risky_actions: false } }, agent.token), 403, 'role_insufficient');
+      const key = await createKey(server, admin.token, { kind: 'organization', mode: 'live' });
+      assertError(await patch({ settings: { require_approval_for_risky_actions: false } }, key.key), 403, 'credential_kind_not_allowed');
+      assert.equal(assertError(await patch({ settings: { surprise: true } }), 400, 'validation_failed').param, '/settings/surprise');
+      assert.equal(
+        assertError(await patch({ settings: { require_approval_for_risky_actions: 'yes' } }), 400, 'validation_failed').param,
+        '/settings/require_approval_for_risky_actions',
+      );
+    });
+
+    it('on: a live deploy refuses a marketing send or a connector call that no approval gates; gated, test mode or off, it deploys', async () => {
+      const admin = await signUp(server);
+      const number = await createConnection(server, admin);
+      const testNumber = await createConnection(server, admin, { test: true });
+      for (const connection of [number, testNumber]) {
+        await defineTemplate(server, admin.token, connection, { name: 'spring_sale', category: 'marketing', text: 'Sale {{1}}', examples: ['now'] });
+      }
+      const on = await server.request('PATCH', '/v1/organization', { token: admin.token, body: { settings: { require_approval_for_risky_actions: true } } });
+      assert.equal(on.status, 200, on.text);
+      const sale = { id: 'sale', type: 'send_template', template: 'spring_sale', language: 'en_US', next: 'done' };
+      const ungated = { trigger: { type: 'api' }, start: 'sale', steps: [sale, done] };
+      const gated = {
+        trigger: { type: 'api' },
+        start: 'ask',
+        steps: [{ id: 'ask', type: 'request_approval', title: 'Send the sale?', action_step: 'sale', approvers: { roles: ['owner'] } }, sale, done],
+      };
+      const deployOn = async (connectionId: string, definition: Json) => {
+        const automation = await server.request('POST', '/v1/automations', {
+          token: admin.token,
+          body: { name: 'Sale', connection_id: connectionId, definition },
+        });
+        assert.equal(automation.status, 201, automation.text);
+        return server.request('POST', `/v1/automations/${automation.body.id}/deploy`, { token: admin.token, body: { version: 1 } });
+      };
+      const refused = assertError(await deployOn(number.id, ungated), 409, 'invalid_state');
+      assert.equal(refused.param, '/version');
+      assert.equal(refused.details[0].param, '/definition/steps/0');
+      assert.match(refused.message, /sends a marketing template/);
+      const call = { id: 'call', type: 'http_request', connector_account_id: newId('connectorAccount'), method: 'GET', path: '/orders' };
+      const calling = assertError(await deployOn(number.id, { trigger: { type: 'api' }, start: 'call', steps: [call] }), 409, 'invalid_state');
+      assert.match(calling.message, /calls a connector/);
+      assert.equal((await deployOn(number.id, gated)).status, 200);
+      assert.equal((await deployOn(testNumber.id, ungated)).status, 200, 'test mode is not gated');
+      await server.request('PATCH', '/v1/organization', { token: admin.token, body: { settings: { require_approval_for_risky_actions: false } } });
+      assert.equal((await deployOn(number.id, ungated)).status, 200, 'the setting off, nothing is gated');
     });
   });
 });

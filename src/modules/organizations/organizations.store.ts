@@ -4,6 +4,7 @@ import type { OrganizationsTable } from '../../db/schema.ts';
 
 // Compiled once (db/compiled-query.ts): every /v1 request reads its organization.
 const byId = compileOnce((db, p: { id: string }) => db.selectFrom('organizations').selectAll().where('id', '=', p.id));
+const lockById = compileOnce((db, p: { id: string }, dialect) => dialect.lockRows(db.selectFrom('organizations').selectAll().where('id', '=', p.id)));
 
 export function createOrganizationsStore() {
   return {
@@ -12,6 +13,12 @@ export function createOrganizationsStore() {
     },
     find(db: Db, id: string): Promise<OrganizationsTable | undefined> {
       return byId.first(db, { id });
+    },
+    lock(db: Db, id: string): Promise<OrganizationsTable | undefined> {
+      return lockById.first(db, { id });
+    },
+    async update(db: Db, id: string, changes: Partial<Omit<OrganizationsTable, 'id' | 'created_at'>>): Promise<void> {
+      await db.updateTable('organizations').set(changes).where('id', '=', id).execute();
     },
   };
 }

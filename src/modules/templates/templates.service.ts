@@ -362,16 +362,23 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
 
     /**
      * Which of `wanted` are approved where an automation sends from: on its connection, or without
-     * one on at least one connected connection of its mode. Answers the approved ones.
+     * one on at least one connected connection of its mode. Answers the approved ones, with their category.
      */
     async approvedAmong(
       executor: Db,
       owner: { organizationId: string; connectionId: string | null; test: boolean },
       wanted: readonly { name: string; language: string }[],
-    ): Promise<{ name: string; language: string }[]> {
+    ): Promise<{ name: string; language: string; category: string | null }[]> {
       const approved = await store.approvedNamed(executor, owner, [...new Set(wanted.map((template) => template.name))]);
-      const keys = new Set(approved.map((template) => `${template.name} ${template.language}`));
-      return wanted.filter((template) => keys.has(`${template.name} ${template.language}`));
+      const keyOf = (template: { name: string; language: string }) => `${template.name} ${template.language}`;
+      // A name approved on several connections may differ in category there: marketing wins, the stricter reading.
+      const categories = new Map<string, string | null>();
+      for (const template of approved) {
+        if (!categories.has(keyOf(template)) || template.category === 'marketing') categories.set(keyOf(template), template.category);
+      }
+      return wanted
+        .filter((template) => categories.has(keyOf(template)))
+        .map((template) => ({ ...template, category: categories.get(keyOf(template)) ?? null }));
     },
 
     /** The connection's approved templates, by name: what a refused free-form send can offer instead. */

@@ -70,12 +70,12 @@ export function createTemplatesStore() {
       db: Db,
       owner: { organizationId: string; connectionId: string | null; test: boolean },
       names: readonly string[],
-    ): Promise<Pick<TemplatesTable, 'name' | 'language'>[]> {
+    ): Promise<Pick<TemplatesTable, 'name' | 'language' | 'category'>[]> {
       if (names.length === 0) return Promise.resolve([]);
       let query = db
         .selectFrom('templates')
         .innerJoin('connections', 'connections.id', 'templates.connection_id')
-        .select(['templates.name', 'templates.language'])
+        .select(['templates.name', 'templates.language', 'templates.category'])
         .distinct()
         .where('templates.organization_id', '=', owner.organizationId)
         .where('templates.status', '=', 'approved')
