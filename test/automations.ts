@@ -1,6 +1,6 @@
 /**
- * Reading what automations did, for the tests of runs: a fresh synced number, an automation's runs,
- * a run's event log, a conversation's outbound messages, a conversation. Each call asserts its answer
+ * For the tests of runs: a fresh synced number, an automation deployed and enabled on it, and reading
+ * what it did: its runs, a run's event log, a conversation's outbound messages, a conversation. Each call asserts its answer
  * was a success, so a test reads as what it checks.
  */
 import assert from 'node:assert/strict';
@@ -17,6 +17,16 @@ export function automationReader(server: () => TestServer, token: () => string) 
     return response.body;
   }
   return {
+    /** An automation on one number, its definition written as version 1, deployed and enabled. */
+    async automationOn(connectionId: string, definition: Json, name = 'Auto'): Promise<Json> {
+      const created = await server().request('POST', '/v1/automations', { token: token(), body: { name, connection_id: connectionId, definition } });
+      assert.equal(created.status, 201, created.text);
+      const deployed = await server().request('POST', `/v1/automations/${created.body.id}/deploy`, { token: token(), body: { version: 1 } });
+      assert.equal(deployed.status, 200, deployed.text);
+      const enabled = await server().request('POST', `/v1/automations/${created.body.id}/enable`, { token: token() });
+      assert.equal(enabled.status, 200, enabled.text);
+      return enabled.body;
+    },
     /** A new number whose account's templates are synced (the sandbox approves `hello_world`). */
     async number(options: { coexistence?: boolean } = {}) {
       const connection = await createConnection(server(), { token: token() }, options);

@@ -46,10 +46,11 @@ describe('approvals', () => {
   let otherKey: { id: string; key: string };
   let testKey: string;
   const suite = suiteScope();
-  const { number, eventsOf, outbound } = automationReader(
+  const automations = automationReader(
     () => server,
     () => key,
   );
+  const { number, eventsOf, outbound } = automations;
 
   before(async () => {
     server = await startServer(suite);
@@ -68,15 +69,7 @@ describe('approvals', () => {
   /** An admin signed in now (a dashboard session lasts 15 minutes; the manual clock moves hours). */
   const admin = () => addMember(server, owner.organizationId, 'admin');
 
-  async function automationOn(connectionId: string, definition: Json): Promise<Json> {
-    const created = await server.request('POST', '/v1/automations', { token: key, body: { name: 'Offer', connection_id: connectionId, definition } });
-    assert.equal(created.status, 201, created.text);
-    const deployed = await server.request('POST', `/v1/automations/${created.body.id}/deploy`, { token: key, body: { version: 1 } });
-    assert.equal(deployed.status, 200, deployed.text);
-    const enabled = await server.request('POST', `/v1/automations/${created.body.id}/enable`, { token: key });
-    assert.equal(enabled.status, 200, enabled.text);
-    return enabled.body;
-  }
+  const automationOn = (connectionId: string, definition: Json) => automations.automationOn(connectionId, definition, 'Offer');
 
   /**
    * A customer named Ana writes (the window opens), and a run of the offer flow starts for her

@@ -54,7 +54,7 @@ describe('runs', () => {
   let key: string;
   const suite = suiteScope();
   // Each test its own number, so that automations of one test never see another's messages.
-  const { number, runsOf, eventsOf, outbound, conversation } = automationReader(
+  const { number, automationOn, runsOf, eventsOf, outbound, conversation } = automationReader(
     () => server,
     () => key,
   );
@@ -78,16 +78,6 @@ describe('runs', () => {
   });
 
   /** An automation on one number, with its definition deployed and enabled. */
-  async function automationOn(connectionId: string, definition: Json, name = 'Auto'): Promise<Json> {
-    const created = await server.request('POST', '/v1/automations', { token: key, body: { name, connection_id: connectionId, definition } });
-    assert.equal(created.status, 201, created.text);
-    const deployed = await server.request('POST', `/v1/automations/${created.body.id}/deploy`, { token: key, body: { version: 1 } });
-    assert.equal(deployed.status, 200, deployed.text);
-    const enabled = await server.request('POST', `/v1/automations/${created.body.id}/enable`, { token: key });
-    assert.equal(enabled.status, 200, enabled.text);
-    return enabled.body;
-  }
-
   function advance(seconds: number) {
     server.clock.advance(seconds * 1000);
   }
