@@ -8,55 +8,13 @@
  * networks are not allowed.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { before, describe, it } from 'node:test';
 import { automationReader } from '../../../test/automations.ts';
 import { assertError, createKey, newCustomer, settle, signUp, type SignedUp } from '../../../test/factories.ts';
-import { startServer, suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
+import { startApi, type FakeApi } from '../../../test/fake-api.ts';
+import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 
 type Json = Record<string, any>;
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** The shop's API on loopback: records every request and answers as the test says. */
-async function startApi(scope: Scope) {
-  const seen: Seen[] = [];
-  let answer: (request: Seen, response: ServerResponse) => void = (_request, response) => void response.writeHead(200).end();
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const entry = { method: request.method!, url: request.url!, headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(entry);
-      answer(entry, response);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  scope.after(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    seen,
-    answer(next: typeof answer) {
-      answer = next;
-    },
-    json(status: number, body: unknown) {
-      answer = (_request, response) => void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    },
-  };
-}
 
 const TOKEN = 'shop_secret_token_0123456789';
 
@@ -64,7 +22,7 @@ describe('connectors', () => {
   let server: TestServer;
   let owner: SignedUp;
   let key: string;
-  let api: Awaited<ReturnType<typeof startApi>>;
+  let api: FakeApi;
   const suite = suiteScope();
   const { number, runsOf, eventsOf } = automationReader(
     () => server,

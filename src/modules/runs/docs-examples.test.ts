@@ -2,15 +2,17 @@
  * The worked examples of docs/automations.md, read from the page itself (the JSON block after each
  * `<!-- example: name -->` marker), created, deployed and enabled through the API of a listening
  * server, and run: a customer's messages through the sandbox on the manual clock for the
- * opening-hours auto-reply, dry runs and one live run for the order-status flow. If the page and the
+ * opening-hours auto-reply, dry runs and one live run for the order-status flow, a shop's API on
+ * loopback for the refund an approver lets through. If the page and the
  * service drift apart, this fails.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { automationReader } from '../../../test/automations.ts';
+import { startApi } from '../../../test/fake-api.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
-import { assertError, createKey, inbound, newCustomer, settle, signUp } from '../../../test/factories.ts';
+import { assertError, createConnection, createKey, inbound, newCustomer, settle, signUp } from '../../../test/factories.ts';
 
 type Json = Record<string, any>;
 
@@ -236,6 +238,72 @@ describe('the worked examples of docs/automations.md', () => {
       assert.equal(run.variables.answer.text.body, 'yes');
       const texts = (await outbound(run.conversation_id)).filter((sent) => sent.type === 'text').map((sent) => sent.text.body);
       assert.deepEqual(texts, ['Great, see you tomorrow with order A-1042!']);
+    });
+  });
+
+  describe('a refund approved before the call', () => {
+    it('asks first, then calls the shop with the request the approver saw, and tells the customer', async () => {
+      const shop = await startApi(suite);
+      shop.json(201, { refund_id: 're_1' });
+      // An organization of its own, which requires approvals for connector calls: the page's point.
+      const admin = await signUp(server);
+      const orgKey = (await createKey(server, admin.token, { kind: 'organization', mode: 'live' })).key;
+      const setting = await server.request('PATCH', '/v1/organization', {
+        token: admin.token,
+        body: { settings: { require_approval_for_risky_actions: true } },
+      });
+      assert.equal(setting.status, 200, setting.text);
+      const connection = await createConnection(server, { token: orgKey });
+      const account = await server.request('POST', '/v1/connector-accounts', {
+        token: orgKey,
+        body: { connector: 'http_bearer', name: 'Shop API', fields: { base_url: `${shop.url}/api`, token: 'shp_0123456789abcdef9f2c', test_path: '/health' } },
+      });
+      assert.equal(account.status, 201, account.text);
+      assert.equal(account.body.secret_hint, '…9f2c');
+      const definition = JSON.parse(JSON.stringify(example('refund')).replaceAll('cna_…', account.body.id)) as Json;
+      const created = await server.request('POST', '/v1/automations', { token: orgKey, body: { name: 'Refunds', connection_id: connection.id, definition } });
+      assert.equal(created.status, 201, created.text);
+      for (const [action, body] of [
+        ['deploy', { version: 1 }],
+        ['enable', undefined],
+      ] as const) {
+        const answer = await server.request('POST', `/v1/automations/${created.body.id}/${action}`, { token: orgKey, ...(body ? { body } : {}) });
+        assert.equal(answer.status, 200, answer.text);
+      }
+      const first = await inbound(server, connection, { text: 'I want my money back', name: 'Ana' });
+      const started = await server.request('POST', '/v1/runs', {
+        token: orgKey,
+        headers: { 'idempotency-key': `refund-${first.id}` },
+        body: { automation_id: created.body.id, conversation_id: first.conversation_id, input: { order_id: 'A-1042', amount: 12.5 } },
+      });
+      assert.equal(started.status, 201, started.text);
+      await settle(server);
+      const calls = () => shop.seen.filter((request) => request.url.includes('/refunds'));
+      assert.equal(calls().length, 0, 'nothing is called before a person approves');
+      const approvals = await server.request('GET', `/v1/approvals?run_id=${started.body.id}`, { token: orgKey });
+      const approval = approvals.body.data[0];
+      assert.equal(approval.status, 'pending');
+      assert.equal(approval.title, 'Refund 12.5 EUR on order A-1042?');
+      assert.equal(approval.summary, 'Asked by Ana');
+
+      const approved = await server.request('POST', `/v1/approvals/${approval.id}/approve`, { token: admin.token, body: { comment: 'fine' } });
+      assert.equal(approved.status, 200, approved.text);
+      await settle(server);
+      const [call] = calls();
+      assert.ok(call, 'the shop was called once approved');
+      assert.equal(calls().length, 1);
+      assert.equal(call.method, 'POST');
+      assert.equal(call.url, '/api/orders/A-1042/refunds');
+      assert.equal(call.headers.authorization, 'Bearer shp_0123456789abcdef9f2c');
+      assert.match(String(call.headers['idempotency-key']), new RegExp(`^${started.body.id}:\\d+$`));
+      assert.deepEqual(JSON.parse(call.body), { amount: 12.5 });
+      const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: orgKey })).body;
+      assert.equal(run.status, 'completed');
+      assert.equal(run.outcome, 'answered');
+      const texts = (await server.request('GET', `/v1/messages?conversation_id=${first.conversation_id}&order=asc`, { token: orgKey })).body.data
+        .filter((message: Json) => message.direction === 'outbound')
+        .map((message: Json) => message.text.body);
+      assert.deepEqual(texts, ['Your refund for order A-1042 is on its way (re_1).']);
     });
   });
 
