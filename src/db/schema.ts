@@ -704,6 +704,43 @@ export interface InviteSendsTable {
   sent_at: string;
 }
 
+/** 0026_usage: live facts per (organization, UTC day, meter, connection, automation); `''` for none. */
+export interface UsageCountersTable {
+  organization_id: string;
+  day: string;
+  meter: string;
+  connection_id: string;
+  automation_id: string;
+  quantity: number;
+}
+
+/** 0026_usage: the same facts per calendar month (`YYYY-MM`), for limits and thresholds. */
+export interface UsagePeriodsTable {
+  organization_id: string;
+  period: string;
+  meter: string;
+  quantity: number;
+}
+
+/** 0026_usage: each (meter, threshold, period) reached, once; `connection_id` is `''` except for the messaging tier. */
+export interface UsageThresholdsTable {
+  organization_id: string;
+  period: string;
+  meter: string;
+  connection_id: string;
+  threshold_percent: number;
+  quantity: number;
+  limit: number;
+  reached_at: string;
+}
+
+/** 0026_usage: when each contact was last sent a message through each number. */
+export interface UsageRecipientsTable {
+  connection_id: string;
+  contact_id: string;
+  last_sent_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -742,4 +779,8 @@ export interface Database {
   approvals: ApprovalsTable;
   run_events: RunEventsTable;
   connector_accounts: ConnectorAccountsTable;
+  usage_counters: UsageCountersTable;
+  usage_periods: UsagePeriodsTable;
+  usage_thresholds: UsageThresholdsTable;
+  usage_recipients: UsageRecipientsTable;
 }

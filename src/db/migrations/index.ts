@@ -24,6 +24,7 @@ import * as automations from './0022_automations.ts';
 import * as approvals from './0023_approvals.ts';
 import * as connectors from './0024_connectors.ts';
 import * as organizationSettings from './0025_organization_settings.ts';
+import * as usage from './0026_usage.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0023_approvals': approvals,
   '0024_connectors': connectors,
   '0025_organization_settings': organizationSettings,
+  '0026_usage': usage,
 };
