@@ -7,11 +7,13 @@ import { buildMessaging } from './composition/messaging.ts';
 import { buildMetrics } from './composition/metrics.ts';
 import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
+import { buildUsage } from './composition/usage.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
 import { registerAccessControl, type AccessRow } from './http/access.ts';
 import { registerStoredJsonSerializers } from './http/stored-json.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { registerRequestMeter } from './http/request-meter.ts';
 import { RATE_LIMIT_REDIS_OPTIONS, registerRateLimits } from './http/rate-limit.ts';
 import { createHttpServer, type HttpServer } from './http/server.ts';
 import { registerWriteRequests } from './http/write-requests.ts';
@@ -53,15 +55,17 @@ function listeningUrl(server: HttpServer, config: Config): string {
 function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
   const messaging = buildMessaging(core, platform.services);
+  const usage = buildUsage(core, messaging.services);
   const outreach = buildOutreach(core, { ...platform.services, ...messaging.services });
   const automation = buildAutomation(core, { ...platform.services, ...messaging.services, ...outreach.services });
-  const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
+  const delivery = buildDelivery(core, { ...platform.services, ...messaging.services, ...usage.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...messaging.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
+    modules: [...platform.modules, ...messaging.modules, ...usage.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
     services: {
       ...platform.services,
       ...messaging.services,
+      ...usage.services,
       ...outreach.services,
       ...automation.services,
       ...delivery.services,
@@ -109,6 +113,7 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   await server.register(cookie);
   const accessTable = registerAccessControl(server, services.credentials.authenticate);
   registerStoredJsonSerializers(server);
+  registerRequestMeter(server, services.usage);
   await registerRateLimits(server, {
     redis,
     clock,

@@ -3,9 +3,10 @@ import type { Area } from './area.ts';
 import type { Core } from './core.ts';
 import type { MessagingServices } from './messaging.ts';
 import type { PlatformServices } from './platform.ts';
+import type { UsageServices } from './usage.ts';
 
 /** The outbound stream: webhook endpoints, and a delivery for every event any module emits. */
-export function buildDelivery(core: Core, services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections'>) {
+export function buildDelivery(core: Core, services: Pick<PlatformServices, 'audit' | 'mail'> & Pick<MessagingServices, 'connections'> & UsageServices) {
   const { db, clock, config, events, queue, secrets, metrics } = core;
   const webhookEndpoints = createWebhookEndpointsModule({
     db,
@@ -18,6 +19,7 @@ export function buildDelivery(core: Core, services: Pick<PlatformServices, 'audi
     audit: services.audit,
     connections: services.connections,
     mail: services.mail,
+    usage: services.usage,
   });
   return { modules: [webhookEndpoints], services: { webhookEndpoints: webhookEndpoints.service } } satisfies Area<object>;
 }

@@ -736,6 +736,7 @@ export interface UsageThresholdsTable {
 
 /** 0026_usage: when each contact was last sent a message through each number. */
 export interface UsageRecipientsTable {
+  organization_id: string;
   connection_id: string;
   contact_id: string;
   last_sent_at: string;

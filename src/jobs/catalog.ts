@@ -211,6 +211,9 @@ export const webhookDeliveryPurge = defineRecurringJob({ name: 'webhook_delivery
 /** Deletes run event-log entries past `RUN_EVENT_RETENTION` (30 days). */
 export const runEventPurge = defineRecurringJob({ name: 'run_event.purge', ...MAINTENANCE });
 
+/** Forgets which contacts each number wrote to before the last 24 hours (`unique_recipients_24h`, docs/usage.md). */
+export const usageRecipientPurge = defineRecurringJob({ name: 'usage_recipient.purge', ...MAINTENANCE });
+
 /**
  * Deletes finished jobs past `FINISHED_JOB_RETENTION`, and warns of queued jobs that no version of
  * the service seems to know (overdue by an hour, of a name not in this catalogue).
@@ -236,5 +239,6 @@ export const JOBS = [
   idempotencyKeyPurge,
   webhookDeliveryPurge,
   runEventPurge,
+  usageRecipientPurge,
   jobPurge,
 ] as const;

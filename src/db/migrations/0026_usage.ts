@@ -51,12 +51,14 @@ export async function up(db: AnyDb): Promise<void> {
     .execute();
   await db.schema
     .createTable('usage_recipients')
+    .addColumn('organization_id', 'text', (c) => c.notNull())
     .addColumn('connection_id', 'text', (c) => c.notNull())
     .addColumn('contact_id', 'text', (c) => c.notNull())
     .addColumn('last_sent_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('usage_recipients_pk', ['connection_id', 'contact_id'])
     .execute();
   await db.schema.createIndex('usage_recipients_recent').on('usage_recipients').columns(['connection_id', 'last_sent_at']).execute();
+  await db.schema.createIndex('usage_recipients_organization').on('usage_recipients').columns(['organization_id', 'last_sent_at']).execute();
 }
 
 export async function down(db: AnyDb): Promise<void> {

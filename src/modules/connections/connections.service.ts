@@ -437,10 +437,10 @@ export function createConnectionsService(deps: ConnectionsServiceDeps) {
       return accessOf(row);
     },
 
-    /** The organization and mode of a connection, for work that has no caller (an automation deciding whether it runs there). */
-    async modeOf(executor: Db, id: string): Promise<{ organizationId: string; test: boolean } | undefined> {
+    /** The organization, mode and messaging tier of a connection, for work that has no caller (an automation deciding whether it runs there, usage). */
+    async modeOf(executor: Db, id: string): Promise<{ organizationId: string; test: boolean; messagingLimitTier: string | null } | undefined> {
       const row = await store.findById(executor, id);
-      return row && { organizationId: row.organization_id, test: toBoolean(row.test) };
+      return row && { organizationId: row.organization_id, test: toBoolean(row.test), messagingLimitTier: row.messaging_limit_tier };
     },
 
     /** Records that the provider refused the connection's token (an answer 190, say). */

@@ -126,8 +126,15 @@ export interface MediaServiceDeps {
   connections: Pick<ConnectionsService, 'findMany' | 'providerAccessForWork' | 'reportProviderError'>;
 }
 
+/**
+ * Told of bytes kept, in the transaction that keeps them (usage's `media_bytes`): an upload that
+ * became a media, or an inbound media fetched from the provider. `test`: uploaded with a test key.
+ */
+export type MediaStoredListener = (trx: Trx, stored: { organizationId: string; connectionId: string | null; bytes: number; test: boolean }) => Promise<void>;
+
 export function createMediaService(deps: MediaServiceDeps) {
   const { db, store, storage, clock, queue, provider, audit, connections } = deps;
+  const storedListeners: MediaStoredListener[] = [];
   const notFound = (param: string | null = null) => new AppError('resource_not_found', 'No such media.', { param });
 
   /**
@@ -193,6 +200,11 @@ export function createMediaService(deps: MediaServiceDeps) {
       };
     },
 
+    /** Registers a listener told of every media's bytes kept (see `MediaStoredListener`). */
+    onStored(listener: MediaStoredListener): void {
+      storedListeners.push(listener);
+    },
+
     /** Turns a staged upload into a media. */
     async create(actor: Actor, staged: StagedUpload, fields: Omit<UploadMediaFields, 'file' | 'type'>): Promise<Media> {
       const now = clock.now().toISOString();
@@ -222,6 +234,14 @@ export function createMediaService(deps: MediaServiceDeps) {
           target: { type: 'media', id: row.id },
           data: { kind: row.kind, mime_type: row.mime_type, size: row.size },
         });
+        for (const listener of storedListeners) {
+          await listener(trx, {
+            organizationId: row.organization_id,
+            connectionId: row.connection_id,
+            bytes: staged.size,
+            test: actor.principal.mode === 'test',
+          });
+        }
       });
       return toMedia(row);
     },
@@ -355,13 +375,19 @@ export function createMediaService(deps: MediaServiceDeps) {
           throw new Error('The bytes downloaded do not match the SHA-256 the provider announced.');
         }
         const mimeType = row.mime_type === GENERIC_MIME_TYPE && downloaded.mimeType ? baseMimeType(downloaded.mimeType) : row.mime_type;
-        await store.updatePending(db, row.id, {
-          status: 'ready',
-          mime_type: mimeType,
-          size: stored.size,
-          sha256: stored.sha256,
-          storage_key: row.id,
-          updated_at: clock.now().toISOString(),
+        await db.transaction().execute(async (trx) => {
+          const updated = await store.updatePending(trx, row.id, {
+            status: 'ready',
+            mime_type: mimeType,
+            size: stored.size,
+            sha256: stored.sha256,
+            storage_key: row.id,
+            updated_at: clock.now().toISOString(),
+          });
+          if (!updated) return;
+          for (const listener of storedListeners) {
+            await listener(trx, { organizationId: row.organization_id, connectionId: row.connection_id, bytes: stored.size, test: false });
+          }
         });
       } catch (error) {
         if (isProviderError(error)) await connections.reportProviderError(row.connection_id, error);

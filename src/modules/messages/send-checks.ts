@@ -21,6 +21,12 @@ export interface SendChecksDeps {
   media: Pick<MediaService, 'assertUsable'>;
 }
 
+/**
+ * A check another module adds to every send (the plan's hard limit, from usage): it sees the
+ * organization and the number's mode, reads only, and refuses by throwing an `AppError`.
+ */
+export type SendGuard = (executor: Db, send: { organizationId: string; connectionId: string; test: boolean }) => Promise<void>;
+
 /** What a send is about to store, once every check has passed. */
 export interface CheckedSend {
   principal: Principal;
@@ -45,6 +51,11 @@ export interface CheckedSend {
  */
 export function createSendChecks(deps: SendChecksDeps) {
   const { db, store, connections, contacts, conversations, templates, media } = deps;
+  const guards: SendGuard[] = [];
+
+  async function passGuards(executor: Db, send: Parameters<SendGuard>[1]): Promise<void> {
+    for (const guard of guards) await guard(executor, send);
+  }
 
   async function recipientOf(
     principal: Principal,
@@ -103,6 +114,7 @@ export function createSendChecks(deps: SendChecksDeps) {
     const connection = await connections.getForReference(db, principal, connectionId, '/connection_id');
     if (connection.status === 'needs_reauth') throw new AppError('connection_needs_reauth', undefined, { param: '/connection_id' });
     if (connection.status !== 'connected') throw new AppError('connection_inactive', 'The connection is not connected.', { param: '/connection_id' });
+    await passGuards(db, { organizationId: principal.organizationId, connectionId, test: connection.test });
     const { contact, phoneNumber } = await recipientOf(principal, input);
     const thread = { connectionId, contactId: contact?.id };
 
@@ -142,7 +154,14 @@ export function createSendChecks(deps: SendChecksDeps) {
     };
   }
 
-  return { check };
+  return {
+    check,
+    passGuards,
+    /** Adds a check every later send passes (the module that owns the rule registers it when it is built). */
+    guard(guard: SendGuard): void {
+      guards.push(guard);
+    },
+  };
 }
 
 export type SendChecks = ReturnType<typeof createSendChecks>;

@@ -189,6 +189,11 @@ export function createSendingService(deps: SendingServiceDeps) {
     prepare: (principal: Principal, input: SendMessageInput): Promise<CheckedSend> => checks.check(principal, input),
     storeChecked: storeAndQueueIn,
 
+    /** Adds a check to every send, however it arrives (the API, a notification, an automation): see `SendGuard`. */
+    guardSends: checks.guard,
+    /** The guards alone, for a sender that runs its own checks before `storeForRail` (the notification rail). */
+    passGuards: checks.passGuards,
+
     /** A reaction to a message, sent into the message's own conversation. */
     async react(actor: Actor, id: string, input: ReactInput): Promise<Message> {
       const target = await messages.get(actor.principal, id);

@@ -159,7 +159,7 @@ export interface NotificationsServiceDeps {
   connections: Pick<ConnectionsService, 'getForReference'>;
   contacts: Pick<ContactsService, 'findRecipients' | 'findByPhoneNumber'>;
   templates: Pick<TemplatesService, 'prepareSend' | 'findApprovedForSend'>;
-  sending: Pick<SendingService, 'storeForRail' | 'deliver' | 'abandon'>;
+  sending: Pick<SendingService, 'storeForRail' | 'deliver' | 'abandon' | 'passGuards'>;
   pacer: Pick<Pacer, 'intervalMs'>;
 }
 
@@ -610,6 +610,7 @@ export function createNotificationsService(deps: NotificationsServiceDeps) {
     try {
       const connection = await connections.getForReference(trx, principal, row.connection_id, '/connection_id');
       if (connection.status !== 'connected') throw new AppError(connection.status === 'needs_reauth' ? 'connection_needs_reauth' : 'connection_inactive');
+      await sending.passGuards(trx, { organizationId: row.organization_id, connectionId: row.connection_id, test: connection.test });
       const prepared = await templates.prepareSend(
         trx,
         { organizationId: row.organization_id, connectionId: row.connection_id },

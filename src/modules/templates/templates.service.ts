@@ -242,6 +242,11 @@ export function createTemplatesService(deps: TemplatesServiceDeps) {
       return toTemplate(await getRow(principal, id));
     },
 
+    /** The category of a template a message was sent with, for usage: no caller, read in the caller's transaction. */
+    async categoryOf(executor: Db, id: string): Promise<TemplateCategory | null> {
+      return ((await store.categoryOf(executor, id)) ?? null) as TemplateCategory | null;
+    },
+
     /** A filter naming another organization's (or an invisible) connection simply matches nothing. */
     async list(principal: Principal, filters: TemplateFilters, page: PageRequest): Promise<Page<Template>> {
       return mapPage(await store.list(db, connectionScopeOf(principal), filters, page), toTemplate);

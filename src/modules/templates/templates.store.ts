@@ -28,6 +28,7 @@ const byName = compileOnce((db, p: { connectionId: string; name: string; languag
     .where('language', '=', p.language)
     .orderBy('id', 'desc'),
 );
+const categoryById = compileOnce((db, p: { id: string }) => db.selectFrom('templates').select('category').where('id', '=', p.id));
 const approved = compileOnce((db, p: { connectionId: string }) =>
   db
     .selectFrom('templates')
@@ -40,6 +41,9 @@ const approved = compileOnce((db, p: { connectionId: string }) =>
 
 export function createTemplatesStore() {
   return {
+    async categoryOf(db: Db, id: string): Promise<string | null | undefined> {
+      return (await categoryById.first(db, { id }))?.category;
+    },
     find(db: Db, scope: ConnectionScope, id: string): Promise<TemplatesTable | undefined> {
       return findVisible.first(db, { scope: scopeParams(scope), id });
     },

@@ -7,30 +7,9 @@
  * the metered price. Meters a plan does not list are unlimited on it.
  */
 
-export const PLAN_NAMES = ['free', 'pro', 'scale'] as const;
-export type PlanName = (typeof PLAN_NAMES)[number];
+import { METERS, METER_NAMES, PLAN_NAMES, type MeterName, type PlanName } from './usage.schemas.ts';
 
-/**
- * Every meter `GET /v1/usage` reports. `messages_sent` is the sum of its four categories (what the
- * limits and the metered price count); `unique_recipients_24h` is per number, against its messaging
- * tier, not a plan.
- */
-export const METERS = {
-  messages_sent: 'messages',
-  'messages_sent.marketing': 'messages',
-  'messages_sent.utility': 'messages',
-  'messages_sent.authentication': 'messages',
-  'messages_sent.service': 'messages',
-  messages_received: 'messages',
-  notifications_sent: 'notifications',
-  automation_runs: 'runs',
-  webhook_deliveries: 'deliveries',
-  media_bytes: 'bytes',
-  api_requests: 'requests',
-  unique_recipients_24h: 'recipients',
-} as const;
-export type MeterName = keyof typeof METERS;
-export const METER_NAMES = Object.keys(METERS) as MeterName[];
+export { METERS, METER_NAMES, PLAN_NAMES, type MeterName, type PlanName };
 
 export interface PlanLimit {
   limit: number;

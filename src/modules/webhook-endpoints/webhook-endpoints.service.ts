@@ -15,6 +15,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
+import type { UsageService } from '../usage/index.ts';
 import type { MailService } from '../mail/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import {
@@ -118,10 +119,12 @@ export interface WebhookEndpointsServiceDeps {
   connections: Pick<ConnectionsService, 'getForReference'>;
   /** Tells the owners when an endpoint is disabled. */
   mail: Pick<MailService, 'notifyOwners'>;
+  /** Counts the deliveries each event makes (`webhook_deliveries`). */
+  usage: Pick<UsageService, 'count'>;
 }
 
 export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps) {
-  const { db, store, clock, secrets, transport, queue, events, audit, connections, mail } = deps;
+  const { db, store, clock, secrets, transport, queue, events, audit, connections, mail, usage } = deps;
 
   function toEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
     const rotating = row.previous_secret_expires_at !== null && row.previous_secret_expires_at > clock.now().toISOString();
@@ -301,6 +304,12 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       }
       // One insert for the whole fan-out.
       await queue.enqueueAll(trx, webhookDelivery, payloads);
+      await usage.count(trx, {
+        organizationId: event.organization_id,
+        connectionId: event.connection_id,
+        meter: 'webhook_deliveries',
+        quantity: payloads.length,
+      });
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
