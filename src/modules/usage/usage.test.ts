@@ -138,14 +138,19 @@ describe('usage', () => {
       assert.equal(meter(await usage(org.key, `?connection_id=${other.id}`), 'messages_sent').quantity, 0);
     });
 
-    it('counts webhook deliveries per endpoint and event, and the bytes of uploaded media', async () => {
+    it('counts webhook deliveries per endpoint and event once delivered, and the bytes of uploaded media', async () => {
       const org = await organization();
       const receiver = await startReceiver(suite);
       for (let i = 0; i < 2; i++) {
         const endpoint = await server.request('POST', '/v1/webhook-endpoints', { token: org.key, body: { url: receiver.url, events: ['message.received'] } });
         assert.equal(endpoint.status, 201, endpoint.text);
       }
+      receiver.respond(500);
       await inbound(server, org.line);
+      assert.equal(meter(await usage(org.key), 'webhook_deliveries').quantity, 0, 'a failed attempt is not a delivery');
+      receiver.respond(200);
+      server.clock.advance(10 * 60 * 1000);
+      await settle(server);
       await inbound(server, org.line);
       const data = new FormData();
       data.append('file', new Blob([new Uint8Array(PNG)], { type: 'image/png' }), 'pixel.png');

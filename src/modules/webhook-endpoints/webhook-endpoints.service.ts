@@ -119,7 +119,7 @@ export interface WebhookEndpointsServiceDeps {
   connections: Pick<ConnectionsService, 'getForReference'>;
   /** Tells the owners when an endpoint is disabled. */
   mail: Pick<MailService, 'notifyOwners'>;
-  /** Counts the deliveries each event makes (`webhook_deliveries`). */
+  /** Counts each event delivered to an endpoint (`webhook_deliveries`). */
   usage: Pick<UsageService, 'count'>;
 }
 
@@ -304,12 +304,6 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       }
       // One insert for the whole fan-out.
       await queue.enqueueAll(trx, webhookDelivery, payloads);
-      await usage.count(trx, {
-        organizationId: event.organization_id,
-        connectionId: event.connection_id,
-        meter: 'webhook_deliveries',
-        quantity: payloads.length,
-      });
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
@@ -526,6 +520,11 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const { row, ok, result } = await attempt(target, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
       context.inSettle((trx) => store.insertDelivery(trx, row));
       if (ok) {
+        // Billed once delivered, in the settle transaction (batched across jobs): the event's own
+        // transaction, on the request's path, takes no lock on the organization's counters for it.
+        context.inSettle((trx) =>
+          usage.count(trx, { organizationId: endpoint.organizationId, connectionId: event.event.connection_id, meter: 'webhook_deliveries', quantity: 1 }),
+        );
         if (endpoint.failing) {
           context.inSettle(async (trx) => {
             await store.recordSuccess(trx, endpoint.id);
