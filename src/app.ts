@@ -1,6 +1,7 @@
 import cookie from '@fastify/cookie';
 import { buildAccess } from './composition/access.ts';
 import { buildAutomation } from './composition/automation.ts';
+import { buildBilling } from './composition/billing.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
@@ -52,15 +53,17 @@ function listeningUrl(server: HttpServer, config: Config): string {
 /** The areas of the service, each built on those before it (src/composition/). */
 function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
+  const billing = buildBilling(core, platform.services);
   const messaging = buildMessaging(core, platform.services);
   const outreach = buildOutreach(core, { ...platform.services, ...messaging.services });
   const automation = buildAutomation(core, { ...platform.services, ...messaging.services, ...outreach.services });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...messaging.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
+    modules: [...platform.modules, ...billing.modules, ...messaging.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
     services: {
       ...platform.services,
+      ...billing.services,
       ...messaging.services,
       ...outreach.services,
       ...automation.services,
