@@ -60,7 +60,15 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...billing.modules, ...messaging.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
+    modules: [
+      ...platform.modules,
+      ...billing.modules,
+      ...messaging.modules,
+      ...outreach.modules,
+      ...automation.modules,
+      ...delivery.modules,
+      ...access.modules,
+    ],
     services: {
       ...platform.services,
       ...billing.services,

@@ -2,7 +2,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { MINUTE } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
-import { PLAN_NAMES, type PlanName } from '../usage/plans.ts';
+import { PLAN_NAMES } from '../usage/plans.ts';
 import type { LocalBilling, LocalSession } from './billing-port.ts';
 
 /** How long a local checkout or portal link works: about what Stripe gives a Checkout Session's first minutes. */
@@ -33,7 +33,7 @@ export function createLocalBilling(deps: { clock: Clock; secrets: Pick<SecretBox
           param: '/path/token',
         });
       }
-      if (session.plan !== undefined && !PLAN_NAMES.includes(session.plan as PlanName)) {
+      if (session.plan !== undefined && !PLAN_NAMES.includes(session.plan)) {
         throw new AppError('credential_invalid', 'This billing link names no plan of this service.', { param: '/path/token' });
       }
       if (session.expiresAt <= clock.now().toISOString()) {
