@@ -73,7 +73,7 @@ export function registerBillingRoutes(app: HttpServer, service: BillingService, 
       for (const kind of ['checkout', 'portal'] as const) {
         scope.get(`/billing/local/${kind}/:token`, {
           config: { access: localPage },
-          schema: { hide: true, params: LocalPageParams },
+          schema: { tags, summary: `The local ${kind} page (HTML; local adapter only): shows the plan and says no payment is taken`, params: LocalPageParams },
           handler: async (request, reply) => {
             const { session, current, plans } = await service.localPage(kind, request.params.token);
             const wanted = plans.find((plan) => plan.name === session.plan);
@@ -82,7 +82,12 @@ export function registerBillingRoutes(app: HttpServer, service: BillingService, 
         });
         scope.post(`/billing/local/${kind}/:token`, {
           config: { access: localPage },
-          schema: { hide: true, params: LocalPageParams, body: LocalPageForm },
+          schema: {
+            tags,
+            summary: `The local ${kind} page's form (local adapter only): changes the plan, takes no payment`,
+            params: LocalPageParams,
+            body: LocalPageForm,
+          },
           handler: async (request, reply) => {
             const { from, to } = await service.completeLocal(kind, request.params.token, request.body.plan, request.id);
             return sendPage(reply, donePage(from, to, options.dashboardUrl));
