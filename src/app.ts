@@ -1,13 +1,13 @@
 import cookie from '@fastify/cookie';
 import { buildAccess } from './composition/access.ts';
 import { buildAutomation } from './composition/automation.ts';
+import { buildBilling } from './composition/billing.ts';
 import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
 import { buildMetrics } from './composition/metrics.ts';
 import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
-import { buildUsage } from './composition/usage.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
 import { registerAccessControl, type AccessRow } from './http/access.ts';
@@ -55,17 +55,25 @@ function listeningUrl(server: HttpServer, config: Config): string {
 function buildAreas(core: ReturnType<typeof buildCore>) {
   const platform = buildPlatform(core);
   const messaging = buildMessaging(core, platform.services);
-  const usage = buildUsage(core, messaging.services);
+  const billing = buildBilling(core, { ...platform.services, ...messaging.services });
   const outreach = buildOutreach(core, { ...platform.services, ...messaging.services });
   const automation = buildAutomation(core, { ...platform.services, ...messaging.services, ...outreach.services });
-  const delivery = buildDelivery(core, { ...platform.services, ...messaging.services, ...usage.services });
+  const delivery = buildDelivery(core, { ...platform.services, ...messaging.services, ...billing.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
   return {
-    modules: [...platform.modules, ...messaging.modules, ...usage.modules, ...outreach.modules, ...automation.modules, ...delivery.modules, ...access.modules],
+    modules: [
+      ...platform.modules,
+      ...messaging.modules,
+      ...billing.modules,
+      ...outreach.modules,
+      ...automation.modules,
+      ...delivery.modules,
+      ...access.modules,
+    ],
     services: {
       ...platform.services,
       ...messaging.services,
-      ...usage.services,
+      ...billing.services,
       ...outreach.services,
       ...automation.services,
       ...delivery.services,

@@ -16,7 +16,34 @@ describe('configuration', () => {
     assert.equal(config.publicBaseUrl, 'http://localhost:3000');
   });
 
+  const stripe = {
+    STRIPE_SECRET_KEY: 'sk_test_abc123',
+    STRIPE_WEBHOOK_SECRET: 'whsec_abc123',
+    STRIPE_PRICE_PRO: 'price_pro1',
+    STRIPE_PRICE_SCALE: 'price_scale1',
+    STRIPE_PRICE_METERED: 'price_metered1',
+  };
+
+  it('bills locally without STRIPE_SECRET_KEY, and through Stripe with it and its four settings', () => {
+    assert.equal(loadConfig({}).stripe, undefined);
+    assert.deepEqual(loadConfig({ ...stripe, STRIPE_API_URL: 'http://127.0.0.1:12111' }).stripe, {
+      secretKey: 'sk_test_abc123',
+      webhookSecret: 'whsec_abc123',
+      prices: { pro: 'price_pro1', scale: 'price_scale1', metered: 'price_metered1' },
+      meterEventName: 'messages_sent',
+      api: { host: '127.0.0.1', port: 12111, protocol: 'http' },
+    });
+  });
+
   for (const [env, variable] of [
+    [{ ...stripe, STRIPE_WEBHOOK_SECRET: '' }, 'STRIPE_WEBHOOK_SECRET'],
+    [{ ...stripe, STRIPE_PRICE_METERED: undefined }, 'STRIPE_PRICE_METERED'],
+    [{ ...stripe, STRIPE_SECRET_KEY: 'pk_test_abc' }, 'STRIPE_SECRET_KEY'],
+    [{ ...stripe, STRIPE_PRICE_PRO: 'prod_abc' }, 'STRIPE_PRICE_PRO'],
+    [{ ...stripe, STRIPE_PRICE_SCALE: 'price_pro1' }, 'STRIPE_PRICE_METERED'],
+    [{ ...stripe, STRIPE_METER_EVENT_NAME: 'messages sent' }, 'STRIPE_METER_EVENT_NAME'],
+    [{ ...stripe, STRIPE_API_URL: 'http://127.0.0.1:1/v1' }, 'STRIPE_API_URL'],
+    [{ STRIPE_PRICE_PRO: 'price_pro1' }, 'STRIPE_SECRET_KEY'],
     [{ PORT: '70000' }, 'PORT'],
     [{ ROLE: 'both' }, 'ROLE'],
     [{ REDIS_URL: 'http://localhost' }, 'REDIS_URL'],

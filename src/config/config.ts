@@ -62,6 +62,20 @@ export interface Config {
   trustProxy: boolean;
   /** Set: `GET /metrics` answers a scraper that sends it as its bearer token. Unset: there is no such route. */
   metricsToken: string | undefined;
+  /** Unset: the `local` billing adapter (plans change on local pages, no payment taken). Set: Stripe. */
+  stripe: StripeConfig | undefined;
+}
+
+/** The Stripe billing adapter's settings (docs/billing.md#configuration); all required once STRIPE_SECRET_KEY is set. */
+export interface StripeConfig {
+  secretKey: string;
+  webhookSecret: string;
+  /** The flat monthly price of each paid plan. */
+  prices: { pro: string; scale: string; metered: string };
+  /** The `event_name` of the Billing Meter that counts messages sent. */
+  meterEventName: string;
+  /** Unset: Stripe's own API. Set (tests, a proxy): the SDK's host, port and protocol. */
+  api: { host: string; port: number; protocol: 'http' | 'https' } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -247,6 +261,55 @@ function bearerToken(env: Env, name: string): string | undefined {
   return value;
 }
 
+/** A Stripe object id of one kind (`sk_…`, `whsec_…`, `price_…`): the prefix catches a value pasted into the wrong variable. */
+function stripeId(env: Env, name: string, prefixes: readonly string[]): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  if (!prefixes.some((prefix) => value.startsWith(prefix)) || !/^[A-Za-z0-9_]+$/.test(value)) {
+    // Never repeated: it may be a secret.
+    throw new ConfigError(name, `must be a Stripe value starting with ${prefixes.join(' or ')}, letters, digits and underscores only`);
+  }
+  return value;
+}
+
+function stripeConfig(env: Env): StripeConfig | undefined {
+  const secretKey = stripeId(env, 'STRIPE_SECRET_KEY', ['sk_', 'rk_']);
+  const settings = {
+    STRIPE_WEBHOOK_SECRET: stripeId(env, 'STRIPE_WEBHOOK_SECRET', ['whsec_']),
+    STRIPE_PRICE_PRO: stripeId(env, 'STRIPE_PRICE_PRO', ['price_']),
+    STRIPE_PRICE_SCALE: stripeId(env, 'STRIPE_PRICE_SCALE', ['price_']),
+    STRIPE_PRICE_METERED: stripeId(env, 'STRIPE_PRICE_METERED', ['price_']),
+  };
+  const meterEventName = text(env, 'STRIPE_METER_EVENT_NAME') ?? 'messages_sent';
+  if (!/^[A-Za-z0-9_.:-]{1,100}$/.test(meterEventName)) {
+    throw new ConfigError('STRIPE_METER_EVENT_NAME', `must be a meter's event name: 1 to 100 letters, digits and _ . : - (got "${meterEventName}")`);
+  }
+  const apiUrl = url(env, 'STRIPE_API_URL', ['http:', 'https:']);
+  if (secretKey === undefined) {
+    const stray = [
+      ...Object.entries(settings)
+        .filter(([, value]) => value !== undefined)
+        .map(([name]) => name),
+      ...(apiUrl ? ['STRIPE_API_URL'] : []),
+    ];
+    if (stray.length > 0) throw new ConfigError('STRIPE_SECRET_KEY', `is required when ${stray.join(', ')} ${stray.length > 1 ? 'are' : 'is'} set`);
+    return undefined;
+  }
+  for (const [name, value] of Object.entries(settings)) if (value === undefined) throw new ConfigError(name, 'is required when STRIPE_SECRET_KEY is set');
+  const { pro, scale, metered } = { pro: settings.STRIPE_PRICE_PRO!, scale: settings.STRIPE_PRICE_SCALE!, metered: settings.STRIPE_PRICE_METERED! };
+  if (new Set([pro, scale, metered]).size < 3)
+    throw new ConfigError('STRIPE_PRICE_METERED', 'STRIPE_PRICE_PRO, STRIPE_PRICE_SCALE and STRIPE_PRICE_METERED must be three different prices');
+  let api: StripeConfig['api'];
+  if (apiUrl) {
+    const parsed = new URL(apiUrl);
+    if (parsed.pathname !== '/' || parsed.search || parsed.username)
+      throw new ConfigError('STRIPE_API_URL', 'must be a scheme, host and port only, such as http://127.0.0.1:12111');
+    const protocol = parsed.protocol === 'https:' ? 'https' : 'http';
+    api = { host: parsed.hostname.replace(/^\[|\]$/g, ''), port: parsed.port ? Number(parsed.port) : protocol === 'https' ? 443 : 80, protocol };
+  }
+  return { secretKey, webhookSecret: settings.STRIPE_WEBHOOK_SECRET!, prices: { pro, scale, metered }, meterEventName, api };
+}
+
 function apiVersion(env: Env, name: string, fallback: string): string {
   const value = text(env, name);
   if (value === undefined) return fallback;
@@ -287,6 +350,7 @@ export function loadConfig(env: Env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: flag(env, 'TRUST_PROXY', false),
     metricsToken: bearerToken(env, 'METRICS_TOKEN'),
+    stripe: stripeConfig(env),
   };
   if (providerMode === 'cloud') {
     for (const [name, value] of [

@@ -742,6 +742,42 @@ export interface UsageRecipientsTable {
   last_sent_at: string;
 }
 
+/** 0027_billing: an organization's subscription; no row is `free`, `active`, `local`. */
+export interface BillingSubscriptionsTable {
+  organization_id: string;
+  plan: string;
+  status: string;
+  provider: string;
+  stripe_customer_id: string | null;
+  stripe_subscription_id: string | null;
+  current_period_end: string | null;
+  cancel_at_period_end: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** 0027_billing: each Stripe event received, once; `object_id` is the id of `data.object`. */
+export interface BillingStripeEventsTable {
+  id: string;
+  type: string;
+  object_id: string;
+  received_at: string;
+  processed_at: string | null;
+}
+
+/** 0027_billing: an hour of billed usage frozen for (and then reported as) one Billing Meter event. */
+export interface BillingMeterReportsTable {
+  organization_id: string;
+  hour: string;
+  period: string;
+  identifier: string;
+  stripe_customer_id: string;
+  quantity: number;
+  status: 'pending' | 'reported';
+  created_at: string;
+  reported_at: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -784,4 +820,7 @@ export interface Database {
   usage_periods: UsagePeriodsTable;
   usage_thresholds: UsageThresholdsTable;
   usage_recipients: UsageRecipientsTable;
+  billing_subscriptions: BillingSubscriptionsTable;
+  billing_stripe_events: BillingStripeEventsTable;
+  billing_meter_reports: BillingMeterReportsTable;
 }

@@ -196,6 +196,29 @@ export function approvalExpireKey(approvalId: string): string {
 }
 
 /**
+ * Applies one Stripe event, stored as received: the webhook was answered before this ran. The handler
+ * re-reads the subscription from Stripe, since events arrive out of order.
+ */
+export const billingStripeEvent = defineJob({
+  name: 'billing.stripe_event',
+  payload: Type.Object({ event_id: Type.String() }),
+  retry: retrySchedule([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 4 * HOUR, 12 * HOUR]),
+  // A few reads from Stripe (the SDK waits at most 20 s for each).
+  timeoutMs: 2 * MINUTE,
+});
+
+/**
+ * Reports each Stripe-billed organization's messages of the past hour as a Billing Meter event,
+ * identified by organization and hour; a retry re-sends the frozen quantity under the same identifier.
+ */
+export const billingMeterReport = defineRecurringJob({
+  name: 'billing.meter_report',
+  every: HOUR,
+  retry: retrySchedule([MINUTE, 5 * MINUTE, 15 * MINUTE]),
+  timeoutMs: 10 * MINUTE,
+});
+
+/**
  * Recurring maintenance, one job per hour-slot (see scheduler.ts). Each deletes in bounded batches
  * for at most `PURGE_BUDGET_MS` and leaves the rest to the next hour; a failed run is retried within
  * the hour, and the next slot catches up in any case.
@@ -236,6 +259,8 @@ export const JOBS = [
   runStep,
   runTimeout,
   approvalExpire,
+  billingStripeEvent,
+  billingMeterReport,
   idempotencyKeyPurge,
   webhookDeliveryPurge,
   runEventPurge,

@@ -25,6 +25,7 @@ import * as approvals from './0023_approvals.ts';
 import * as connectors from './0024_connectors.ts';
 import * as organizationSettings from './0025_organization_settings.ts';
 import * as usage from './0026_usage.ts';
+import * as billing from './0027_billing.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '0024_connectors': connectors,
   '0025_organization_settings': organizationSettings,
   '0026_usage': usage,
+  '0027_billing': billing,
 };

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { Access } from '../../http/access.ts';
+import { keepRawBodies, rawBodyOf, singleHeader } from '../../http/raw-body.ts';
 import type { HttpServer } from '../../http/server.ts';
 import type { ProviderWebhooksService } from './provider-webhooks.service.ts';
 
@@ -13,9 +14,7 @@ const tags = ['Provider'];
 export function registerProviderWebhooksRoutes(app: HttpServer, service: ProviderWebhooksService): void {
   void app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    // The signature covers the exact bytes, so the body is kept as received and parsed only after.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
+    keepRawBodies(scope, BODY_LIMIT_BYTES);
 
     scope.get('/provider/webhook', {
       config: { access },
@@ -36,9 +35,7 @@ export function registerProviderWebhooksRoutes(app: HttpServer, service: Provide
       bodyLimit: BODY_LIMIT_BYTES,
       schema: { tags, summary: 'Webhooks from the provider: messages, statuses and account changes' },
       handler: async (request, reply) => {
-        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const signature = request.headers['x-hub-signature-256'];
-        await service.receive(body, typeof signature === 'string' ? signature : undefined);
+        await service.receive(rawBodyOf(request), singleHeader(request, 'x-hub-signature-256'));
         return reply.code(200).type('application/json; charset=utf-8').send({ received: true });
       },
     });
