@@ -48,6 +48,7 @@ import {
   sampleCpu,
   startApp,
   type AppServer,
+  choosePlan,
 } from './lib.ts';
 import { postWebhooks, PROVIDER_WEBHOOK_PATH, signedTextMessage, type BusinessNumber, type PostRun, type Signed } from './provider-webhooks.ts';
 
@@ -125,6 +126,7 @@ async function bench(): Promise<void> {
     body: { email: 'bench@example.com', password: PASSWORD, organization_name: 'Bench Ltd' },
     expectStatus: 201,
   });
+  await choosePlan(app.url, signup.token, 'scale');
   const connection = await requestJson<{ id: string; phone_number_id: string; waba_id: string; display_phone_number: string | null }>(
     `${app.url}/v1/connections`,
     { token: signup.token, body: { code: 'bench', name: 'Bench line' }, expectStatus: 201 },

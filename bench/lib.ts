@@ -512,6 +512,21 @@ export async function requestJson<T = any>(url: string, options: { method?: stri
   return JSON.parse(text) as T;
 }
 
+/**
+ * Puts the bench's organization on a paid plan through the local checkout page, as an owner would:
+ * the free plan's hard limit (1,000 messages sent a month, docs/usage.md) would refuse a bench's
+ * sends part way through.
+ */
+export async function choosePlan(appUrl: string, token: string, plan: 'pro' | 'scale'): Promise<void> {
+  const session = await requestJson<{ url: string }>(`${appUrl}/v1/billing/checkout`, { token, body: { plan } });
+  const response = await fetch(`${appUrl}${new URL(session.url).pathname}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ plan }).toString(),
+  });
+  if (!response.ok) throw new Error(`the local checkout refused the plan: ${response.status} ${await response.text()}`);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Load.
 

@@ -13,7 +13,7 @@
  *
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
-import { mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, startCpuClock } from './lib.ts';
+import { mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, startCpuClock, choosePlan } from './lib.ts';
 
 const RECIPIENTS = 1_000;
 const CEILING = 100;
@@ -39,6 +39,7 @@ await runBench('notifications', async () => {
     body: { email: 'bench@example.com', password: 'correct horse battery staple', organization_name: 'Bench Ltd' },
     expectStatus: 201,
   });
+  await choosePlan(app.url, signup.token, 'scale');
   const token = signup.token;
   const connection = await requestJson<{ id: string; phone_number_id: string }>(`${app.url}/v1/connections`, {
     token,

@@ -12,7 +12,7 @@
  *
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
-import { measure, mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
+import { measure, mib, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow, choosePlan } from './lib.ts';
 
 const CONNECTIONS = 50;
 const SECONDS = 10;
@@ -32,6 +32,7 @@ await runBench('send', async () => {
     body: { email: 'bench@example.com', password: 'correct horse battery staple', organization_name: 'Bench Ltd' },
     expectStatus: 201,
   });
+  await choosePlan(app.url, signup.token, 'scale');
   const connection = await requestJson<{ id: string; phone_number_id: string }>(`${app.url}/v1/connections`, {
     token: signup.token,
     body: { code: 'bench-send', name: 'Bench line' },

@@ -2,7 +2,7 @@ import type { Db, Trx } from '../../db/connect.ts';
 import type { Page } from '../../db/pagination.ts';
 import type { EventEnvelope } from '../../events/envelope.ts';
 import type { EventSink } from '../../events/emit.ts';
-import { DAY, type Clock } from '../../lib/clock.ts';
+import { DAY, HOUR, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam } from '../../lib/errors.ts';
 import type { Log } from '../../lib/log.ts';
 import type { ConnectionsService } from '../connections/index.ts';
@@ -32,6 +32,13 @@ export const THRESHOLD_PERCENTS = [50, 80, 100] as const;
 
 /** How long recipients are remembered: the window `unique_recipients_24h` counts in. */
 const RECIPIENT_WINDOW_MS = DAY;
+
+/**
+ * A recipient's time is moved forward at most once an hour: one write per pair and hour instead of
+ * one per message. So a contact written to all day leaves the count up to an hour before 24 hours
+ * have passed since the last message; never early for one written to only once.
+ */
+const RECIPIENT_REFRESH_MS = HOUR;
 
 /** Connections' modes never change (a number is connected live or test), so they are remembered for good, a bounded number of them. */
 const REMEMBERED_MODES = 10_000;
@@ -182,13 +189,18 @@ export function createUsageService(deps: UsageServiceDeps) {
     if (fact.meter.startsWith('messages_sent.')) await addToPeriod(trx, { ...fact, meter: 'messages_sent' }, now);
   }
 
-  /** A contact sent a message through a number: new in the last 24 hours, it counts against the number's tier. */
+  /**
+   * A contact sent a message through a number: new in the last 24 hours, it counts against the
+   * number's tier. The marks are checked whenever the pair was written (new, or refreshed after an
+   * hour): a refreshed pair did not move the count, and a mark it finds already reached that day is
+   * recorded already, so checking again is only a read.
+   */
   async function countRecipient(trx: Trx, organizationId: string, connectionId: string, contactId: string): Promise<void> {
     const now = clock.now();
+    const refreshBefore = new Date(now.getTime() - RECIPIENT_REFRESH_MS).toISOString();
+    // Written to within the hour: already counted, and the count has not moved.
+    if (!(await store.touchRecipient(trx, { organizationId, connectionId, contactId, at: now.toISOString(), refreshBefore }))) return;
     const since = new Date(now.getTime() - RECIPIENT_WINDOW_MS).toISOString();
-    const last = await store.lastSentTo(trx, connectionId, contactId);
-    await store.recordSentTo(trx, { organizationId, connectionId, contactId, at: now.toISOString() });
-    if (last !== undefined && last > since) return;
     const mode = await connections.modeOf(trx, connectionId);
     const limit = tierLimit(mode?.messagingLimitTier);
     if (limit === null) return;

@@ -50,15 +50,18 @@ const insertThreshold = compileOnce((db, row: UsageThresholdsTable) =>
     .onConflict((conflict) => conflict.columns(['organization_id', 'period', 'meter', 'connection_id', 'threshold_percent']).doNothing()),
 );
 
-const findRecipient = compileOnce((db, p: { connectionId: string; contactId: string }) =>
-  db.selectFrom('usage_recipients').select('last_sent_at').where('connection_id', '=', p.connectionId).where('contact_id', '=', p.contactId),
-);
-
-const upsertRecipient = compileOnce((db, p: { organizationId: string; connectionId: string; contactId: string; at: string }) =>
+/**
+ * Records a send to a contact through a number: a new pair is inserted; a known one is moved to now
+ * only if its time is older than `refreshBefore` (a write an hour per pair, not one per message).
+ * Affects a row exactly when it inserted or moved one.
+ */
+const touchRecipient = compileOnce((db, p: { organizationId: string; connectionId: string; contactId: string; at: string; refreshBefore: string }) =>
   db
     .insertInto('usage_recipients')
     .values({ organization_id: p.organizationId, connection_id: p.connectionId, contact_id: p.contactId, last_sent_at: p.at })
-    .onConflict((conflict) => conflict.columns(['connection_id', 'contact_id']).doUpdateSet({ last_sent_at: p.at })),
+    .onConflict((conflict) =>
+      conflict.columns(['connection_id', 'contact_id']).doUpdateSet({ last_sent_at: p.at }).where('usage_recipients.last_sent_at', '<=', p.refreshBefore),
+    ),
 );
 
 const countRecipientsSince = compileOnce((db, p: { connectionId: string; since: string }) =>
@@ -152,11 +155,9 @@ export function createUsageStore() {
     async recordThreshold(db: Db, row: UsageThresholdsTable): Promise<boolean> {
       return (await insertThreshold.run(db, row)) > 0;
     },
-    async lastSentTo(db: Db, connectionId: string, contactId: string): Promise<string | undefined> {
-      return (await findRecipient.first(db, { connectionId, contactId }))?.last_sent_at;
-    },
-    async recordSentTo(db: Db, p: { organizationId: string; connectionId: string; contactId: string; at: string }): Promise<void> {
-      await upsertRecipient.run(db, p);
+    /** Answers whether the pair was new or due a refresh (see `touchRecipient`); false for one written to within the hour. */
+    async touchRecipient(db: Db, p: { organizationId: string; connectionId: string; contactId: string; at: string; refreshBefore: string }): Promise<boolean> {
+      return (await touchRecipient.run(db, p)) > 0;
     },
     async recipientsSince(db: Db, connectionId: string, since: string): Promise<number> {
       return Number((await countRecipientsSince.first(db, { connectionId, since }))?.count ?? 0);

@@ -299,6 +299,43 @@ describe('usage', () => {
       assert.equal(notification.message_id, null);
     });
 
+    it("an automation's send past the hard limit fails its run with plan_limit_reached; the run itself is counted", async () => {
+      const org = await organization();
+      const received = await inbound(server, org.line);
+      const created = await server.request('POST', '/v1/automations', {
+        token: org.key,
+        body: {
+          name: 'Greeter',
+          connection_id: org.line.id,
+          definition: { trigger: { type: 'api' }, start: 'say', steps: [{ id: 'say', type: 'send_message', text: 'hello' }] },
+        },
+      });
+      assert.equal(created.status, 201, created.text);
+      for (const action of ['deploy', 'enable']) {
+        const answer = await server.request('POST', `/v1/automations/${created.body.id}/${action}`, {
+          token: org.key,
+          ...(action === 'deploy' ? { body: { version: 1 } } : {}),
+        });
+        assert.equal(answer.status, 200, answer.text);
+      }
+      await seedPeriod(org.organizationId, 'messages_sent', 1000);
+      const started = await server.request('POST', '/v1/runs', {
+        token: org.key,
+        headers: { 'idempotency-key': idempotencyKey() },
+        body: { automation_id: created.body.id, contact_id: received.contact_id },
+      });
+      assert.equal(started.status, 201, started.text);
+      await settle(server);
+      const run = (await server.request('GET', `/v1/runs/${started.body.id}`, { token: org.key })).body;
+      assert.equal(run.status, 'failed');
+      assert.equal(run.error.code, 'plan_limit_reached');
+      const runs = await server.request('GET', `/v1/usage/breakdown?meter=automation_runs&group_by=automation`, { token: org.key });
+      assert.deepEqual(
+        runs.body.data.map((row: { automation_id: string; quantity: number }) => [row.automation_id, row.quantity]),
+        [[created.body.id, 1]],
+      );
+    });
+
     it('warns when a number reaches half of its messaging tier in 24 hours', async () => {
       const org = await organization();
       const tier = 250;
