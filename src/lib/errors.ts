@@ -216,8 +216,9 @@ export const ERROR_CODES = define({
     status: 402,
     retryable: false,
     title: 'Plan limit reached',
-    description: "The organization's subscription does not allow more of this resource or usage.",
-    resolution: 'Upgrade the subscription in billing, or free up capacity.',
+    description:
+      "The organization's plan does not allow more of this usage this month (on `free`, live messages sent past 1,000). The error names the `meter`, the `plan` and its monthly `limit`.",
+    resolution: 'Move to a larger plan in billing, or wait for the next calendar month (UTC). Test numbers are never refused.',
   },
 
   // not_found_error
