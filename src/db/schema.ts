@@ -96,6 +96,8 @@ export interface OauthTokensTable {
   created_at: string;
   expires_at: string;
   revoked_at: string | null;
+  /** 0028: the API the token is for (RFC 8707), `<base>/v1` or `<base>/mcp`; null before grants existed. */
+  resource: string | null;
 }
 
 export interface AuditEventsTable {

@@ -26,6 +26,7 @@ import * as connectors from './0024_connectors.ts';
 import * as organizationSettings from './0025_organization_settings.ts';
 import * as usage from './0026_usage.ts';
 import * as billing from './0027_billing.ts';
+import * as oauthTokenResource from './0028_oauth_token_resource.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0025_organization_settings': organizationSettings,
   '0026_usage': usage,
   '0027_billing': billing,
+  '0028_oauth_token_resource': oauthTokenResource,
 };

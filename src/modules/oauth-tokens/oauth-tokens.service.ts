@@ -53,6 +53,7 @@ export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore
         mode: null,
         connectionId: null,
         scopes: new Set(scopes),
+        resource: row.resource,
       },
     };
   }
@@ -62,7 +63,10 @@ export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore
      * Stores a new access token for a consent given to an OAuth client. The grant flow that calls this
      * is not part of the API yet; the rule that such a token can never manage keys lives here.
      */
-    async issue(trx: Trx, input: { organizationId: string; clientName: string; scopes: readonly Scope[]; ttlMs: number }): Promise<IssuedOauthToken> {
+    async issue(
+      trx: Trx,
+      input: { organizationId: string; clientName: string; scopes: readonly Scope[]; ttlMs: number; resource?: string | null },
+    ): Promise<IssuedOauthToken> {
       const forbidden = input.scopes.find((scope) => OAUTH_FORBIDDEN_SCOPES.includes(scope) || !SCOPES.includes(scope));
       if (forbidden) {
         throw new AppError('validation_failed', `An OAuth token cannot hold ${forbidden}.`, {
@@ -81,6 +85,7 @@ export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore
         created_at: now.toISOString(),
         expires_at: new Date(now.getTime() + input.ttlMs).toISOString(),
         revoked_at: null,
+        resource: input.resource ?? null,
       };
       await store.insert(trx, row);
       return { id: row.id, token, expiresAt: row.expires_at, scopes: [...input.scopes] };
