@@ -13,7 +13,7 @@ import type { Actor, Principal } from '../credentials/principal.ts';
 import type { MailService } from '../mail/index.ts';
 import type { MembersService } from '../members/index.ts';
 import type { OrganizationsService } from '../organizations/index.ts';
-import { PLANS, PLAN_NAMES, type Plan, type PlanName } from '../usage/plans.ts';
+import { PLANS, PLAN_NAMES, periodOf, type Plan, type PlanName } from '../usage/plans.ts';
 import type { BillingAdapter, LocalSession, StripeBilling, StripeSubscriptionSnapshot } from './billing-port.ts';
 import { SUBSCRIPTION_STATUSES, type BillingSession, type CheckoutInput, type Subscription } from './billing.schemas.ts';
 import type { BillingStore } from './billing.store.ts';
@@ -57,11 +57,6 @@ function toSubscription(row: BillingSubscriptionsTable | undefined): Subscriptio
     cancel_at_period_end: row.cancel_at_period_end === 1,
     provider: row.provider as Subscription['provider'],
   };
-}
-
-/** The UTC month `YYYY-MM` an instant falls in. */
-export function periodOf(at: Date): string {
-  return at.toISOString().slice(0, 7);
 }
 
 /** The start of the last hour of the month before `period`. */

@@ -68,5 +68,10 @@ export const PLANS: Record<PlanName, Plan> = {
   },
 };
 
+/** The period a time falls in, `YYYY-MM` (UTC): limits, thresholds and the metered price all count per calendar month. */
+export function periodOf(at: Date): string {
+  return at.toISOString().slice(0, 7);
+}
+
 /** The meter billed on the metered price (Stripe's Billing Meter events): live messages sent, every category. */
 export const BILLED_METER: MeterName = 'messages_sent';

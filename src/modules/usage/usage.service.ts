@@ -8,7 +8,7 @@ import type { Log } from '../../lib/log.ts';
 import type { ConnectionsService } from '../connections/index.ts';
 import type { Principal } from '../credentials/principal.ts';
 import type { TemplatesService } from '../templates/index.ts';
-import { BILLED_METER, METER_NAMES, METERS, PLANS, type MeterName, type PlanName } from './plans.ts';
+import { BILLED_METER, METER_NAMES, METERS, PLANS, periodOf, type MeterName, type PlanName } from './plans.ts';
 import type { GroupBy, Usage, UsageBreakdownRow, UsageMeter, UsageThreshold } from './usage.schemas.ts';
 import type { BreakdownColumn, UsageStore } from './usage.store.ts';
 
@@ -52,11 +52,6 @@ export interface UsageServiceDeps {
   connections: Pick<ConnectionsService, 'modeOf' | 'getForReference'>;
   templates: Pick<TemplatesService, 'categoryOf'>;
   plans: { planOf(db: Db, organizationId: string): Promise<PlanName> };
-}
-
-/** `YYYY-MM` of a time, UTC. */
-export function periodOf(at: Date): string {
-  return at.toISOString().slice(0, 7);
 }
 
 function periodBounds(period: string): { start: Date; end: Date } {
