@@ -79,7 +79,8 @@ function inArguments(error: AppError, idArgument: string | undefined): AppError 
   const details: ErrorDetail[] = error.details.map((detail) => ({ ...detail, param: argumentPointer(detail.param, idArgument) }));
   const moved = param !== error.param || details.some((detail, index) => detail.param !== error.details[index]?.param);
   if (!moved) return error;
-  const message = error.param !== null && param !== null && error.message.startsWith(error.param) ? param + error.message.slice(error.param.length) : error.message;
+  const message =
+    error.param !== null && param !== null && error.message.startsWith(error.param) ? param + error.message.slice(error.param.length) : error.message;
   return new AppError(error.code, message, { param, details, extra: error.extra, headers: error.headers, cause: error.cause });
 }
 
@@ -202,9 +203,7 @@ export function createToolCalls<Claim>(deps: {
 
   return {
     list(principal) {
-      return [...tools.values()]
-        .filter(({ definition }) => definition.scope === null || principal.scopes.has(definition.scope))
-        .map((tool) => tool.listing);
+      return [...tools.values()].filter(({ definition }) => definition.scope === null || principal.scopes.has(definition.scope)).map((tool) => tool.listing);
     },
 
     async call(actor, name, args, log) {

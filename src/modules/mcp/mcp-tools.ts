@@ -319,7 +319,7 @@ export function createTools(services: ToolServices): readonly ToolDefinition[] {
     tool({
       name: 'mark_read',
       title: "Mark a customer's message read",
-      description: "Tells the customer their message was read (the blue ticks): a message they sent (inbound). Answers the message.",
+      description: 'Tells the customer their message was read (the blue ticks): a message they sent (inbound). Answers the message.',
       scope: 'messages:write',
       input: Strict({ message_id: Id('message') }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -387,7 +387,8 @@ export function createTools(services: ToolServices): readonly ToolDefinition[] {
     tool({
       name: 'record_consent',
       title: "Record a contact's consent",
-      description: 'Records an opt-in or opt-out (marketing), with where it was given; every record is kept. Marketing templates are refused to a contact who opted out.',
+      description:
+        'Records an opt-in or opt-out (marketing), with where it was given; every record is kept. Marketing templates are refused to a contact who opted out.',
       scope: 'contacts:write',
       input: Strict({ contact_id: Id('contact'), ...RecordConsentBody.properties }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -413,6 +414,5 @@ export function createTools(services: ToolServices): readonly ToolDefinition[] {
       },
     }),
   ];
-  // Each entry's input type is checked against its own schema above; the runner sees them alike.
-  return tools as unknown as readonly ToolDefinition[];
+  return tools;
 }

@@ -42,17 +42,7 @@ const FAILURE_CODES: Record<ToolCallFailure['reason'], number> = {
   internal: ErrorCode.InternalError,
 };
 
-/**
- * One JSON-RPC message per POST: MCP dropped batches (2025-06-18), and a batch of calls would pass the
- * rate limit, which counts requests, as one.
- */
-function refuseBatch(): McpAnswer {
-  const error = { code: ErrorCode.InvalidRequest, message: 'Send one JSON-RPC message per request: batches are not accepted.' };
-  return { status: 400, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: null, error }) };
-}
-
 export async function answerMcp(exchange: McpExchange, handlers: McpHandlers, info: McpServerInfo): Promise<McpAnswer> {
-  if (Array.isArray(exchange.body)) return refuseBatch();
   const server = new Server({ name: info.name, version: info.version }, { capabilities: { tools: { listChanged: false } }, instructions: info.instructions });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: handlers.listTools() }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {

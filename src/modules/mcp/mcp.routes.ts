@@ -1,31 +1,31 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type from 'typebox';
 import { requirePrincipal } from '../../http/access.ts';
 import type { HttpServer } from '../../http/server.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { CredentialKind } from '../credentials/scopes.schemas.ts';
 import type { ToolCalls } from './mcp-tool-calls.ts';
+import type * as McpTransport from './mcp-transport.ts';
 import type { McpServerInfo } from './mcp-transport.ts';
 
-const CREDENTIAL_NAMES: Record<CredentialKind, string> = {
-  connection_key: 'a connection key',
-  organization_key: 'an organization key',
-  oauth_token: 'an OAuth token',
-  dashboard_token: 'a dashboard token',
-};
+/**
+ * One JSON-RPC 2.0 message, checked by the transport. An array (a batch, which MCP dropped in
+ * 2025-06-18) is refused here: a batch of calls would pass the rate limit, which counts requests, as one.
+ */
+const JsonRpcMessage = Type.Object({}, { additionalProperties: true, description: 'One JSON-RPC 2.0 message: a request, a notification or a response.' });
 
 /** What the transport reads of a request; the credential and cookies stay here. */
 const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
 const ANSWERED_HEADERS = ['content-type', 'allow'];
 
 // The SDK (and the zod it brings) is loaded by the first /mcp request: most processes never serve one.
-let transport: Promise<typeof import('./mcp-transport.ts')> | undefined;
+let transport: Promise<typeof McpTransport> | undefined;
 const loadTransport = () => (transport ??= import('./mcp-transport.ts'));
 
 /**
  * `POST /mcp`, the tool server (docs/mcp.md). Authentication is the shared hook's; what is particular
  * here is who is admitted and how a refusal is told. Only an OAuth access token issued for this
- * resource (RFC 8707 `resource` = `<base>/mcp`) is admitted: an API key, a dashboard token or a
- * token for /v1 is refused 401 `credential_invalid`, not 403, because an MCP client reacts to a 401
+ * resource (RFC 8707 `resource` = `<base>/mcp`) is admitted: an API key or a dashboard token (the
+ * access rule's `otherKinds`) and a token for /v1 (here) are refused 401 `credential_invalid`, not 403, because an MCP client reacts to a 401
  * by authorizing (and to a 403 only by asking for more scopes). Every 401 carries the challenge that
  * points the client at the resource's metadata (RFC 6750, RFC 9728), from which it finds the
  * authorization server. GET and DELETE are 405: a stateless server offers no event stream and no
@@ -36,19 +36,13 @@ export function registerMcpRoutes(app: HttpServer, deps: { toolCalls: ToolCalls;
   const resource = `${publicBaseUrl}/mcp`;
   const metadata = `${publicBaseUrl}/.well-known/oauth-protected-resource/mcp`;
 
+  /** The kind is the access rule's to check; the audience is this resource's (RFC 8707). */
   async function admit(request: FastifyRequest): Promise<void> {
     const principal = requirePrincipal(request);
-    const howToAuthorize = `obtain one through the OAuth authorization server its resource metadata names (${metadata})`;
-    if (principal.kind !== 'oauth_token') {
-      throw new AppError(
-        'credential_invalid',
-        `The tool server takes only OAuth access tokens issued for ${resource}, not ${CREDENTIAL_NAMES[principal.kind]}; ${howToAuthorize}.`,
-      );
-    }
     if (principal.resource !== resource) {
       throw new AppError(
         'credential_invalid',
-        `This OAuth access token was issued for ${principal.resource ?? `${publicBaseUrl}/v1`}, not for ${resource}; ${howToAuthorize}.`,
+        `This OAuth access token was issued for ${principal.resource ?? `${publicBaseUrl}/v1`}, not for ${resource}; obtain one for it through the authorization server its resource metadata names (${metadata}).`,
       );
     }
   }
@@ -63,9 +57,14 @@ export function registerMcpRoutes(app: HttpServer, deps: { toolCalls: ToolCalls;
   }
 
   app.post('/mcp', {
-    config: { access: { scope: null }, waitsOnNetwork: true },
-    // Not an operation of the REST API: docs/mcp.md describes it, tools/list its tools.
-    schema: { hide: true },
+    config: { access: { scope: null, credentials: ['oauth_token'], otherKinds: 'unauthenticated' }, waitsOnNetwork: true },
+    schema: {
+      tags: ['Tool server (MCP)'],
+      summary: 'The MCP tool server: Streamable HTTP, stateless, JSON answers',
+      description:
+        'For MCP clients holding an OAuth access token issued for the resource `{PUBLIC_BASE_URL}/mcp`; any other credential is 401 with a `WWW-Authenticate` challenge naming the resource metadata. The tools and their scopes are in docs/mcp.md and in `tools/list`. GET and DELETE are 405.',
+      body: JsonRpcMessage,
+    },
     // Route hooks run after the server's: the credential is authenticated and charged to its bucket by then.
     onRequest: admit,
     onSend: challenge,
