@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { DAY, SECOND } from '../../lib/clock.ts';
 import { OAUTH_FORBIDDEN_SCOPES, SCOPES, type Scope } from '../credentials/scopes.schemas.ts';
+import { createTools, type ToolAnnotations } from './mcp-tools.ts';
 import { suiteScope, type Scope as TestScope, type TestServer } from '../../../test/harness.ts';
 import {
   addMember,
@@ -136,6 +138,26 @@ describe('the tool server (MCP)', () => {
       assert.deepEqual(send.annotations, { title: 'Send a message', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true });
       assert.ok(send.inputSchema.properties?.idempotency_key, 'sends take an idempotency key');
       assert.equal(tools.find((tool) => tool.name === 'get_contact')!.annotations?.readOnlyHint, true);
+    });
+
+    it('docs/mcp.md lists every tool in catalogue order with its scope and annotations', () => {
+      const cell = (hints: ToolAnnotations) => {
+        if (hints.readOnlyHint) return 'read-only';
+        const words = [hints.destructiveHint && 'destructive', hints.idempotentHint && 'idempotent', hints.openWorldHint && 'open world'].filter(Boolean);
+        return words.length === 0 ? 'additive' : words.join(', ');
+      };
+      const documented = readFileSync(new URL('../../../docs/mcp.md', import.meta.url), 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith('| `'))
+        .map((line) => line.split(' | ').map((part) => part.replace(/^\| /, '').replace(/ \|$/, '')))
+        .filter((cells) => cells.length === 4)
+        .map(([name, scope, , annotations]) => ({ name, scope, annotations }));
+      const catalogue = createTools(server.app.services).map((tool) => ({
+        name: `\`${tool.name}\``,
+        scope: tool.scope === null ? 'none' : `\`${tool.scope}\``,
+        annotations: cell(tool.annotations),
+      }));
+      assert.deepEqual(documented, catalogue);
     });
 
     it('shows only the tools the token’s scopes allow', async (t) => {
