@@ -6,13 +6,13 @@
  * it); anything else is logged and becomes `ToolCallFailure`, which the transport answers as a
  * JSON-RPC error that says nothing of the cause.
  */
-import type { FastifyBaseLogger } from 'fastify';
 import type { ValidateFunction } from 'ajv';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { errorBody } from '../../http/error-envelope.ts';
 import { compileJsonValidator, validationError } from '../../http/validation.ts';
 import type { IdempotencyGate } from '../../http/write-requests.ts';
 import { AppError, type ErrorDetail } from '../../lib/errors.ts';
+import type { Log } from '../../lib/log.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { ToolAnnotations, ToolDefinition } from './mcp-tools.ts';
 
@@ -47,7 +47,7 @@ export class ToolCallFailure extends Error {
 export interface ToolCalls {
   /** The tools the principal's scopes allow, in catalogue order. */
   list(principal: Principal): ToolListing[];
-  call(actor: Actor, name: string, args: Record<string, unknown>, log: FastifyBaseLogger): Promise<ToolResult>;
+  call(actor: Actor, name: string, args: Record<string, unknown>, log: Log): Promise<ToolResult>;
 }
 
 interface Tool {
@@ -132,7 +132,7 @@ export function createToolCalls<Claim>(deps: {
   const envelopeOf = (error: AppError, requestId: string) => errorBody(error, requestId, publicBaseUrl);
 
   /** A catalogue error as the tool's result; anything else logged and refused without its cause. */
-  function toFailure(error: unknown, tool: Tool, requestId: string, log: FastifyBaseLogger): ToolResult {
+  function toFailure(error: unknown, tool: Tool, requestId: string, log: Log): ToolResult {
     const known =
       error instanceof AppError
         ? error

@@ -5,9 +5,12 @@ import { before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import Type from 'typebox';
 import { DAY, SECOND } from '../../lib/clock.ts';
 import { OAUTH_FORBIDDEN_SCOPES, SCOPES, type Scope } from '../credentials/scopes.schemas.ts';
-import { createTools, type ToolAnnotations } from './mcp-tools.ts';
+import { createToolCalls, ToolCallFailure } from './mcp-tool-calls.ts';
+import { createTools, type ToolAnnotations, type ToolDefinition } from './mcp-tools.ts';
+import { answerMcp } from './mcp-transport.ts';
 import { suiteScope, type Scope as TestScope, type TestServer } from '../../../test/harness.ts';
 import {
   addMember,
@@ -400,6 +403,46 @@ describe('the tool server (MCP)', () => {
       );
       const untouched = await server.request('GET', `/v1/conversations/${betaMessage.conversation_id}`, { token: beta.token });
       assert.deepEqual(untouched.body.tags, [], 'and nothing of it changed');
+    });
+
+    it('an unexpected failure is logged and answered as a JSON-RPC internal error that names only the request id', async () => {
+      const broken: ToolDefinition = {
+        name: 'broken',
+        title: 'Broken',
+        description: 'Fails as a bug would.',
+        scope: null,
+        input: Type.Object({}, { additionalProperties: false }),
+        annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+        run: 'read',
+        call: () => Promise.reject(new TypeError('secret detail at /srv/app.ts:12')),
+      };
+      const calls = createToolCalls({
+        tools: [broken],
+        gate: server.app.services.idempotencyKeys,
+        openTransaction: server.app.store.openRequestTransaction,
+        isUnavailable: server.app.store.dialect.isUnavailable,
+        publicBaseUrl: server.config.publicBaseUrl,
+      });
+      const logged: unknown[] = [];
+      const log = { info: () => undefined, warn: () => undefined, error: (object: object) => void logged.push(object) };
+      const token = await mintToken(server, owner.organizationId);
+      const principal = await server.app.services.credentials.authenticate(token.token);
+      const answer = await answerMcp(
+        {
+          url: `${server.config.publicBaseUrl}/mcp`,
+          headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18' },
+          body: { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'broken', arguments: {} } },
+        },
+        { listTools: () => calls.list(principal), callTool: (name, args) => calls.call({ principal, requestId: 'req_test' }, name, args, log) },
+        { name: 'test', version: '1', instructions: '' },
+      );
+      assert.equal(answer.status, 200, answer.body);
+      const { error } = JSON.parse(answer.body);
+      assert.equal(error.code, -32603);
+      assert.match(error.message, /req_test/);
+      assert.doesNotMatch(answer.body, /secret detail|app\.ts/);
+      assert.equal(logged.length, 1, 'the cause is in the log');
+      await assert.rejects(calls.call({ principal, requestId: 'req_test' }, 'broken', {}, log), ToolCallFailure);
     });
 
     it('an unknown tool is a JSON-RPC error, not a result', async (t) => {
