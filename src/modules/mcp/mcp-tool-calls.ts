@@ -116,6 +116,9 @@ export function createToolCalls<Claim>(deps: {
   const tools = new Map<string, Tool>();
   for (const definition of deps.tools) {
     if (tools.has(definition.name)) throw new Error(`two tools are named ${definition.name}`);
+    // A key is claimed and answered inside the call's transaction; a tool without one could not keep it.
+    if (definition.keyed && definition.run !== 'transaction')
+      throw new Error(`tool ${definition.name} takes an idempotency key but runs outside a transaction`);
     tools.set(definition.name, {
       definition,
       listing: {
