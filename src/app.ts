@@ -8,6 +8,7 @@ import { buildMessaging } from './composition/messaging.ts';
 import { buildMetrics } from './composition/metrics.ts';
 import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
+import { buildTools } from './composition/tools.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
 import { registerAccessControl, type AccessRow } from './http/access.ts';
@@ -60,6 +61,7 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
   const automation = buildAutomation(core, { ...platform.services, ...messaging.services, ...outreach.services });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services, ...billing.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
+  const tools = buildTools(core, { ...platform.services, ...messaging.services, ...billing.services, ...outreach.services }, { apiVersion: API_VERSION });
   return {
     modules: [
       ...platform.modules,
@@ -69,6 +71,7 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
       ...automation.modules,
       ...delivery.modules,
       ...access.modules,
+      ...tools.modules,
     ],
     services: {
       ...platform.services,

@@ -57,7 +57,8 @@ describe('security on every route', () => {
       for (const [kind, token] of Object.entries(credentials)) {
         if (row.access.credentials.includes(kind as never)) continue;
         const response = await server.request(row.method, concrete(row.url), { token, ...(row.method === 'GET' ? {} : { body: {} }) });
-        assertError(response, 403, 'credential_kind_not_allowed');
+        if (row.access.otherKinds === 'unauthenticated') assertError(response, 401, 'credential_invalid');
+        else assertError(response, 403, 'credential_kind_not_allowed');
       }
     }
   });

@@ -80,6 +80,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
       connections: connections.service,
       templates: templates.service,
       conversations: conversations.service,
+      notes: notes.service,
       locks: locks.service,
       contacts: contacts.service,
       media: media.service,

@@ -24,6 +24,12 @@ export type Access =
       readonly credentials?: readonly CredentialKind[];
       /** For dashboard tokens: the member roles allowed. */
       readonly roles?: readonly Role[];
+      /**
+       * How a credential of a kind not in `credentials` is refused: `403 credential_kind_not_allowed`
+       * (the default), or `401 credential_invalid` where the callers are OAuth clients (the tool
+       * server), which obtain a token when answered 401 but on a 403 only ask for more scopes.
+       */
+      readonly otherKinds?: 'forbidden' | 'unauthenticated';
     };
 
 export interface AccessRow {
@@ -92,6 +98,10 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
     request.principal = principal;
 
     if (access.credentials && !access.credentials.includes(principal.kind)) {
+      if (access.otherKinds === 'unauthenticated') {
+        const accepted = access.credentials.map((kind) => CREDENTIAL_NAMES[kind]).join(' or ');
+        throw new AppError('credential_invalid', `This endpoint takes only ${accepted}, not ${CREDENTIAL_NAMES[principal.kind]}.`);
+      }
       throw new AppError('credential_kind_not_allowed', `This endpoint does not accept ${CREDENTIAL_NAMES[principal.kind]}.`, {
         extra: { allowed_credentials: access.credentials },
       });

@@ -29,6 +29,14 @@ function createAjv(coerceTypes: boolean): Ajv {
 const bodyAjv = createAjv(false);
 const textAjv = createAjv(true);
 
+/**
+ * A validator for JSON that arrives inside something else rather than as a request body (a tool
+ * call's arguments, mcp/): the body instance, so the same strictness holds. Errors: `validationError(validate.errors, 'body')`.
+ */
+export function compileJsonValidator(schema: object): ValidateFunction {
+  return bodyAjv.compile(schema);
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object);
   return finiteNumbersOnly(textAjv.compile(schema as object));

@@ -16,5 +16,5 @@ export function createTemplatesModule(deps: Omit<TemplatesServiceDeps, 'store'>)
 }
 
 export type { ApprovedTemplate, PreparedTemplate, TemplateConnections, TemplateOwner, TemplatesService } from './templates.service.ts';
-export type { TemplateContent } from './template-send.ts';
+export { parameterSlotsOf, type ParameterSlots, type TemplateContent } from './template-send.ts';
 export { TemplateSendSchema, type Template, type TemplateSendInput } from './templates.schemas.ts';

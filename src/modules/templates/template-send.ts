@@ -192,3 +192,31 @@ function buttonsOf(components: Component[], given: NonNullable<TemplateSendInput
   if (missing !== -1) throw mismatch(at, `Button ${missing} (${String(buttons[missing]!.type)}) needs a ${parameterTypeOf(buttons[missing]!)} parameter.`);
   return parameters.sort((a, b) => a.index - b.index);
 }
+
+/**
+ * The placeholders a send of a template must fill, in the words of a send's `template` object: the
+ * header parameter's type, the body's placeholders in order (`1`, `2`… or `first_name`…), and the
+ * buttons that take a parameter. Read through the same functions as the checks above, so what a
+ * caller is told to fill and what a send is checked against cannot disagree.
+ */
+export interface ParameterSlots {
+  format: ParameterFormat;
+  header: { type: string; name?: string } | null;
+  body: string[];
+  buttons: { index: number; type: TemplateButtonParameter['type']; required: boolean }[];
+}
+
+export function parameterSlotsOf(template: Pick<SendableTemplate, 'parameterFormat' | 'components'>): ParameterSlots {
+  const find = (type: string) => template.components.find((component) => component.type === type);
+  const body = find('body');
+  const buttons = (find('buttons')?.buttons ?? []) as Component[];
+  return {
+    format: template.parameterFormat,
+    header: expectedHeader(find('header'), template.parameterFormat) ?? null,
+    body: typeof body?.text === 'string' ? placeholdersOf(body.text, template.parameterFormat).names : [],
+    buttons: buttons.flatMap((button, index) => {
+      const type = parameterTypeOf(button);
+      return type === undefined ? [] : [{ index, type, required: requiresParameter(type) }];
+    }),
+  };
+}
