@@ -75,7 +75,7 @@ export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore
   /** The token's scopes narrowed to what the member's role holds now. */
   function boundByRole(principal: Principal, role: Role): Principal {
     let byRole = effective.get(principal);
-    if (!byRole) effective.set(principal, (byRole = new Map()));
+    if (!byRole) effective.set(principal, (byRole = new Map<Role, Principal>()));
     let bound = byRole.get(role);
     if (!bound) {
       const allowed = ROLE_SCOPES[role];

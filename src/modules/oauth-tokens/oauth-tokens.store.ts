@@ -26,7 +26,13 @@ export function createOauthTokensStore() {
     },
     /** Revokes every live token of a grant; answers the ids it revoked. */
     async revokeGrant(db: Db, grantId: string, at: string): Promise<string[]> {
-      const rows = await db.updateTable('oauth_tokens').set({ revoked_at: at }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).returning('id').execute();
+      const rows = await db
+        .updateTable('oauth_tokens')
+        .set({ revoked_at: at })
+        .where('grant_id', '=', grantId)
+        .where('revoked_at', 'is', null)
+        .returning('id')
+        .execute();
       return rows.map((row) => row.id);
     },
   };

@@ -86,7 +86,9 @@ export function createClientDocuments(deps: { http: Pick<GuardedHttp, 'checkUrl'
     if (bad !== undefined) throw new ClientDocumentError(`The client's redirect URI ${bad} ${redirectUriProblem(bad)}.`);
     const method = fields.token_endpoint_auth_method;
     if (method !== undefined && method !== 'none') {
-      throw new ClientDocumentError(`The client asks for token_endpoint_auth_method ${String(method)}; this server takes public clients only (none, with PKCE).`);
+      throw new ClientDocumentError(
+        `The client asks for token_endpoint_auth_method ${JSON.stringify(method)}; this server takes public clients only (none, with PKCE).`,
+      );
     }
     const name = typeof fields.client_name === 'string' && fields.client_name.trim() !== '' ? fields.client_name.trim().slice(0, 100) : new URL(url).host;
     return { clientId: url, name, redirectUris };

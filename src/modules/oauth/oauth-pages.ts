@@ -43,7 +43,9 @@ export function consentPage(view: ConsentView): string {
         `<p><label><input type="radio" name="organization_id" value="${escapeHtml(organization.id)}"${index === 0 ? ' checked' : ''}> <strong>${escapeHtml(organization.name)}</strong> (you are ${escapeHtml(organization.role)}; it can grant ${organization.grantable.length} of the ${view.scopes.length} scopes)</label></p>`,
     )
     .join('');
-  const scopes = view.scopes.map((scope) => `<p><label><input type="checkbox" name="scope" value="${escapeHtml(scope)}" checked> <code>${escapeHtml(scope)}</code></label></p>`).join('');
+  const scopes = view.scopes
+    .map((scope) => `<p><label><input type="checkbox" name="scope" value="${escapeHtml(scope)}" checked> <code>${escapeHtml(scope)}</code></label></p>`)
+    .join('');
   return htmlPage(
     `Authorize ${view.client.name}`,
     `${clientHeader(view.client, view.resource)}

@@ -53,20 +53,26 @@ function registerFormParser(scope: HttpServer): void {
 }
 
 function sendOauthError(reply: FastifyReply, error: OauthError) {
-  return reply.code(error.status).header('cache-control', 'no-store').header('pragma', 'no-cache').send({ error: error.error, error_description: error.message });
+  return reply
+    .code(error.status)
+    .header('cache-control', 'no-store')
+    .header('pragma', 'no-cache')
+    .send({ error: error.error, error_description: error.message });
 }
 
 /** The pages carry sealed requests and answer with codes: never cached, framed or leaked through a Referer. */
 function sendPage(reply: FastifyReply, status: number, html: string) {
-  return reply
-    .code(status)
-    .type('text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('referrer-policy', 'no-referrer')
-    .header('x-frame-options', 'DENY')
-    // No form-action: browsers apply it to the redirect that follows a form, which goes to the app.
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-    .send(html);
+  return (
+    reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'no-referrer')
+      .header('x-frame-options', 'DENY')
+      // No form-action: browsers apply it to the redirect that follows a form, which goes to the app.
+      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+      .send(html)
+  );
 }
 
 function answer(reply: FastifyReply, outcome: AuthorizeOutcome, redirectStatus: 302 | 303) {
@@ -95,7 +101,11 @@ export function registerOauthRoutes(app: HttpServer, service: OauthService): voi
   for (const which of ['mcp', 'v1'] as const) {
     app.get(`/.well-known/oauth-protected-resource/${which}`, {
       config: { access: metadataAccess },
-      schema: { tags, summary: `Protected resource metadata of ${which === 'mcp' ? 'the tool server (/mcp)' : 'the /v1 API'} (RFC 9728)`, response: { 200: ProtectedResourceMetadataSchema } },
+      schema: {
+        tags,
+        summary: `Protected resource metadata of ${which === 'mcp' ? 'the tool server (/mcp)' : 'the /v1 API'} (RFC 9728)`,
+        response: { 200: ProtectedResourceMetadataSchema },
+      },
       handler: async () => service.protectedResourceMetadata(which),
     });
   }
@@ -148,7 +158,11 @@ export function registerOauthRoutes(app: HttpServer, service: OauthService): voi
         body: RegisterClientBody,
         response: { 201: RegisteredClientSchema, 400: OauthErrorSchema },
       },
-      handler: async (request, reply) => reply.code(201).header('cache-control', 'no-store').send(await service.register(request.body)),
+      handler: async (request, reply) =>
+        reply
+          .code(201)
+          .header('cache-control', 'no-store')
+          .send(await service.register(request.body)),
     });
 
     scope.post('/oauth/token', {
@@ -161,7 +175,11 @@ export function registerOauthRoutes(app: HttpServer, service: OauthService): voi
         body: TokenForm,
         response: { 200: TokenResponseSchema, 400: OauthErrorSchema, 401: OauthErrorSchema },
       },
-      handler: async (request, reply) => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(await service.token(request.body)),
+      handler: async (request, reply) =>
+        reply
+          .header('cache-control', 'no-store')
+          .header('pragma', 'no-cache')
+          .send(await service.token(request.body)),
     });
 
     scope.post('/oauth/revoke', {
@@ -204,7 +222,12 @@ export function registerOauthRoutes(app: HttpServer, service: OauthService): voi
     });
     scope.post('/oauth/authorize/consent', {
       config: { access: pageAccess },
-      schema: { tags, summary: "The consent page's decision (HTML): redirects back to the app with a code, or with access_denied", consumes: [FORM], body: ConsentForm },
+      schema: {
+        tags,
+        summary: "The consent page's decision (HTML): redirects back to the app with a code, or with access_denied",
+        consumes: [FORM],
+        body: ConsentForm,
+      },
       handler: async (request, reply) => answer(reply, await service.decide(request.body), 303),
     });
   });

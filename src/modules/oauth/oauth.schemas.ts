@@ -54,7 +54,8 @@ export const RegisterClientBody = Type.Object(
     redirect_uris: Type.Array(Type.String({ maxLength: 2000 }), {
       minItems: 1,
       maxItems: 10,
-      description: 'Where the authorization server may send the browser back: https URLs, or http on a loopback address (127.0.0.1, [::1], localhost). No fragments.',
+      description:
+        'Where the authorization server may send the browser back: https URLs, or http on a loopback address (127.0.0.1, [::1], localhost). No fragments.',
     }),
     client_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Shown on the consent page, marked unverified.' })),
     token_endpoint_auth_method: Type.Optional(Type.String({ description: 'Only `none`: clients are public and prove themselves with PKCE.' })),
@@ -153,7 +154,10 @@ export const AuthorizedAppSchema = Type.Object(
     client: Type.Object({
       id: Type.String({ description: 'A registered client id (`oac_…`) or the URL of its client ID metadata document.' }),
       name: Type.String(),
-      verified: Type.Boolean({ description: 'true for a client identified by its metadata document URL (its host vouches for it); false for a dynamically registered one, whose name is its own claim.' }),
+      verified: Type.Boolean({
+        description:
+          'true for a client identified by its metadata document URL (its host vouches for it); false for a dynamically registered one, whose name is its own claim.',
+      }),
     }),
     member_id: Id('member', 'The member who gave the consent.'),
     scopes: Type.Array(Type.Enum(SCOPES), { description: 'What was granted; each use is further bounded by the member’s current role.' }),

@@ -221,7 +221,8 @@ export function createOauthService(deps: OauthServiceDeps) {
 
   async function consentView(request: SealedRequest, userId: string, email: string): Promise<AuthorizeOutcome> {
     const memberships = await members.listMembershipsOfUser(userId);
-    if (memberships.length === 0) return { kind: 'error_page', status: 403, message: 'This account is not a member of any organization, so there is nothing to authorize.' };
+    if (memberships.length === 0)
+      return { kind: 'error_page', status: 403, message: 'This account is not a member of any organization, so there is nothing to authorize.' };
     const organizationsOf = await Promise.all(
       memberships.map(async (member) => ({
         id: member.organization_id,
@@ -231,7 +232,10 @@ export function createOauthService(deps: OauthServiceDeps) {
       })),
     );
     const consent = seal(SEAL_CONSENT, { ...request, userId, email, expiresAt: clock.now().getTime() + CONSENT_PAGE_TTL_MS });
-    return { kind: 'consent', view: { client: clientView(request), scopes: request.scopes, resource: request.resource, consent, email, organizations: organizationsOf } };
+    return {
+      kind: 'consent',
+      view: { client: clientView(request), scopes: request.scopes, resource: request.resource, consent, email, organizations: organizationsOf },
+    };
   }
 
   /** Revokes a grant and everything issued under it, in the caller's transaction. */
@@ -301,7 +305,8 @@ export function createOauthService(deps: OauthServiceDeps) {
       }
       if (row.expires_at <= nowIso()) return new OauthError('invalid_grant', 'The authorization code has expired (codes live 60 seconds).');
       if (row.redirect_uri !== redirectUri) return new OauthError('invalid_grant', 'redirect_uri is not the one of the authorization request.');
-      if (!constantTimeEqual(pkceChallenge(verifier), row.code_challenge)) return new OauthError('invalid_grant', 'The code_verifier does not match the code_challenge.');
+      if (!constantTimeEqual(pkceChallenge(verifier), row.code_challenge))
+        return new OauthError('invalid_grant', 'The code_verifier does not match the code_challenge.');
       if (input.resource !== undefined && input.resource !== row.resource) {
         return new OauthError('invalid_target', `The code was issued for the resource ${row.resource}.`);
       }
@@ -344,7 +349,8 @@ export function createOauthService(deps: OauthServiceDeps) {
         return new OauthError('invalid_grant', 'The refresh token was already used; as a precaution the authorization and every token of it are revoked.');
       }
       if (row.expires_at <= nowIso()) return new OauthError('invalid_grant', 'The refresh token has expired: authorize the app again.');
-      if (input.resource !== undefined && input.resource !== grant.resource) return new OauthError('invalid_target', `The grant is for the resource ${grant.resource}.`);
+      if (input.resource !== undefined && input.resource !== grant.resource)
+        return new OauthError('invalid_target', `The grant is for the resource ${grant.resource}.`);
       const granted = JSON.parse(grant.scopes) as Scope[];
       const outside = narrowed?.find((scope) => !granted.includes(scope as Scope));
       if (outside !== undefined) return new OauthError('invalid_scope', `${outside} was not granted; a refresh can only narrow the scopes.`);
@@ -444,7 +450,8 @@ export function createOauthService(deps: OauthServiceDeps) {
         if (error instanceof ClientDocumentError) return { kind: 'error_page', status: 400, message: error.message };
         throw error;
       }
-      if (!client) return { kind: 'error_page', status: 400, message: 'The client_id is not a client of this server (registrations unused for 30 days expire).' };
+      if (!client)
+        return { kind: 'error_page', status: 400, message: 'The client_id is not a client of this server (registrations unused for 30 days expire).' };
       const redirectUri = params.redirect_uri;
       if (!redirectUri) return { kind: 'error_page', status: 400, message: 'The request has no redirect_uri: it is required.' };
       if (!client.redirectUris.some((registered) => redirectUriMatches(registered, redirectUri))) {
@@ -456,7 +463,8 @@ export function createOauthService(deps: OauthServiceDeps) {
       if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code.');
       if (!params.code_challenge) return fail('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256.');
       if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256 (plain is not accepted).');
-      if (!CODE_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge must be the base64url SHA-256 of the verifier (43 characters).');
+      if (!CODE_CHALLENGE.test(params.code_challenge))
+        return fail('invalid_request', 'code_challenge must be the base64url SHA-256 of the verifier (43 characters).');
       const resource = params.resource ?? resources.v1;
       if (!knownResources.includes(resource)) return fail('invalid_target', `resource must be ${resources.v1} or ${resources.mcp}.`);
       const asked = params.scope === undefined ? [...OAUTH_SCOPES] : params.scope.split(' ').filter((scope) => scope !== '');
@@ -492,7 +500,14 @@ export function createOauthService(deps: OauthServiceDeps) {
         return {
           kind: 'sign_in',
           status: 401,
-          view: { client: clientView(request), scopes: request.scopes, resource: request.resource, request: input.request, error: error.message, email: input.email },
+          view: {
+            client: clientView(request),
+            scopes: request.scopes,
+            resource: request.resource,
+            request: input.request,
+            error: error.message,
+            email: input.email,
+          },
         };
       }
     },
@@ -589,7 +604,11 @@ export function createOauthService(deps: OauthServiceDeps) {
     async purge(limit: number): Promise<number> {
       const now = clock.now().getTime();
       const monthAgo = new Date(now - CLIENT_UNUSED_TTL_MS).toISOString();
-      return store.purge(db, { codesBefore: new Date(now - DAY).toISOString(), refreshBefore: nowIso(), clientsUnusedSince: monthAgo, grantsUnusedSince: monthAgo }, limit);
+      return store.purge(
+        db,
+        { codesBefore: new Date(now - DAY).toISOString(), refreshBefore: nowIso(), clientsUnusedSince: monthAgo, grantsUnusedSince: monthAgo },
+        limit,
+      );
     },
   };
 }

@@ -110,7 +110,9 @@ export function createOauthStore() {
     async purge(db: Db, cutoffs: { codesBefore: string; refreshBefore: string; clientsUnusedSince: string; grantsUnusedSince: string }, limit: number) {
       const codes = await db
         .deleteFrom('oauth_authorization_codes')
-        .where('code_hash', 'in', (q) => q.selectFrom('oauth_authorization_codes').select('code_hash').where('expires_at', '<', cutoffs.codesBefore).limit(limit))
+        .where('code_hash', 'in', (q) =>
+          q.selectFrom('oauth_authorization_codes').select('code_hash').where('expires_at', '<', cutoffs.codesBefore).limit(limit),
+        )
         .executeTakeFirst();
       const refresh = await db
         .deleteFrom('oauth_refresh_tokens')
