@@ -25,7 +25,6 @@ export const AuthorizationServerMetadataSchema = Type.Object(
     scopes_supported: Type.Array(Type.String()),
     authorization_response_iss_parameter_supported: Type.Boolean(),
     client_id_metadata_document_supported: Type.Boolean(),
-    service_documentation: Type.String(),
   },
   { description: 'RFC 8414 authorization server metadata.' },
 );
@@ -38,7 +37,6 @@ export const ProtectedResourceMetadataSchema = Type.Object(
     scopes_supported: Type.Array(Type.String()),
     bearer_methods_supported: Type.Array(Type.String()),
     resource_name: Type.String(),
-    resource_documentation: Type.String(),
   },
   { description: 'RFC 9728 protected resource metadata.' },
 );

@@ -387,7 +387,6 @@ export function createOauthService(deps: OauthServiceDeps) {
         scopes_supported: [...OAUTH_SCOPES],
         authorization_response_iss_parameter_supported: true,
         client_id_metadata_document_supported: true,
-        service_documentation: `${issuer}/docs/oauth`,
       };
     },
 
@@ -398,7 +397,6 @@ export function createOauthService(deps: OauthServiceDeps) {
         scopes_supported: [...OAUTH_SCOPES],
         bearer_methods_supported: ['header'],
         resource_name: which === 'mcp' ? 'Messaging Service tool server (MCP)' : 'Messaging Service API (/v1)',
-        resource_documentation: `${issuer}/docs/${which === 'mcp' ? 'mcp' : 'oauth'}`,
       };
     },
 

@@ -823,3 +823,46 @@ describe('OAuth: the MCP SDK’s own client through discovery, registration, PKC
     assert.notEqual(second.access_token, first.access_token);
   });
 });
+
+describe('OAuth: limits and retention', () => {
+  it('registration is limited per source address like every unauthenticated request', async (t) => {
+    const server = await startServer(t, { env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '2' } });
+    const post = () => server.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT_URI] } });
+    assert.equal((await post()).status, 201);
+    assert.equal((await post()).status, 201);
+    assertError(await post(), 429, 'rate_limited');
+    // Discovery is not limited: clients fetch it on every connection.
+    assert.equal((await server.request('GET', '/.well-known/oauth-authorization-server')).status, 200);
+  });
+
+  it('the hourly purge deletes expired codes and refresh tokens, clients unused for 30 days and grants dead for 30 days', async (t) => {
+    const server = await startServer(t);
+    const owner = await signUp(server);
+    const flow = await authorize(server, owner);
+    await register(server, flow.as);
+    const count = async (table: 'oauth_clients' | 'oauth_grants' | 'oauth_refresh_tokens' | 'oauth_authorization_codes') =>
+      Number(
+        (
+          await server.app.store.db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    assert.deepEqual(
+      [await count('oauth_clients'), await count('oauth_grants'), await count('oauth_refresh_tokens'), await count('oauth_authorization_codes')],
+      [2, 1, 1, 1],
+    );
+    await server.app.services.oauth.purge(1000);
+    assert.deepEqual(
+      [await count('oauth_clients'), await count('oauth_grants'), await count('oauth_refresh_tokens'), await count('oauth_authorization_codes')],
+      [2, 1, 1, 1],
+    );
+    server.clock.advance(31 * DAY);
+    await server.app.services.oauth.purge(1000);
+    assert.deepEqual(
+      [await count('oauth_clients'), await count('oauth_grants'), await count('oauth_refresh_tokens'), await count('oauth_authorization_codes')],
+      [0, 0, 0, 0],
+    );
+  });
+});
