@@ -143,6 +143,9 @@ export function registerOauthRoutes(app: HttpServer, service: OauthService): voi
       if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
         return sendOauthError(reply, new OauthError('invalid_request', `The body must be ${registering ? 'application/json' : FORM}.`));
       }
+      // Any other refusal of the request itself (a body that does not parse) is OAuth's invalid_request:
+      // these routes declare OAuth's error body for 400, which the service's envelope would not fit.
+      if (error.statusCode === 400) return sendOauthError(reply, new OauthError(registering ? 'invalid_client_metadata' : 'invalid_request', error.message));
       throw error;
     });
     const formOnly = async (request: FastifyRequest) => {
