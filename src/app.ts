@@ -6,6 +6,7 @@ import { buildCore } from './composition/core.ts';
 import { buildDelivery } from './composition/delivery.ts';
 import { buildMessaging } from './composition/messaging.ts';
 import { buildMetrics } from './composition/metrics.ts';
+import { buildOauth } from './composition/oauth.ts';
 import { buildOutreach } from './composition/outreach.ts';
 import { buildPlatform } from './composition/platform.ts';
 import { buildTools } from './composition/tools.ts';
@@ -61,6 +62,7 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
   const automation = buildAutomation(core, { ...platform.services, ...messaging.services, ...outreach.services });
   const delivery = buildDelivery(core, { ...platform.services, ...messaging.services, ...billing.services });
   const access = buildAccess(core, { ...platform.services, ...messaging.services });
+  const oauth = buildOauth(core, platform.services);
   const tools = buildTools(core, { ...platform.services, ...messaging.services, ...billing.services, ...outreach.services }, { apiVersion: API_VERSION });
   return {
     modules: [
@@ -71,6 +73,7 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
       ...automation.modules,
       ...delivery.modules,
       ...access.modules,
+      ...oauth.modules,
       ...tools.modules,
     ],
     services: {
@@ -81,6 +84,7 @@ function buildAreas(core: ReturnType<typeof buildCore>) {
       ...automation.services,
       ...delivery.services,
       ...access.services,
+      ...oauth.services,
       events: core.events,
       queue: core.queue,
     },
@@ -122,7 +126,7 @@ export async function createApp(options: { config: Config; store: Store; clock: 
     await Promise.all([...modules.map((module) => module.close?.()), metrics?.close?.(), core.provider.close()]);
   });
   await server.register(cookie);
-  const accessTable = registerAccessControl(server, services.credentials.authenticate);
+  const accessTable = registerAccessControl(server, services.credentials.authenticate, { v1Resource: `${config.publicBaseUrl}/v1` });
   registerStoredJsonSerializers(server);
   registerRequestMeter(server, services.usage);
   await registerRateLimits(server, {

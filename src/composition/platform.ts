@@ -38,7 +38,7 @@ export function buildPlatform(core: Core) {
     audit: audit.service,
     secureCookies,
   });
-  const oauthTokens = createOauthTokensModule({ db, clock });
+  const oauthTokens = createOauthTokensModule({ db, clock, members: members.service });
   const mail = createMailModule({
     db,
     clock,

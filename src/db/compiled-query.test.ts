@@ -26,6 +26,8 @@ function auditEvent(id: string, organizationId: string, action: string, targetId
     request_id: null,
     data: '{}',
     created_at: `2026-06-01T12:00:${id.slice(-2)}.000Z`,
+    oauth_client_id: null,
+    oauth_client_name: null,
   };
 }
 

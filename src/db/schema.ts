@@ -98,6 +98,64 @@ export interface OauthTokensTable {
   revoked_at: string | null;
   /** 0028: the API the token is for (RFC 8707), `<base>/v1` or `<base>/mcp`; null before grants existed. */
   resource: string | null;
+  /** 0029: the grant (consent) the token was issued under, its member and its client; null for tokens issued outside a grant. */
+  grant_id: string | null;
+  member_id: string | null;
+  client_id: string | null;
+}
+
+/** 0029: a dynamically registered OAuth client (RFC 7591); `redirect_uris` is JSON text. */
+export interface OauthClientsTable {
+  id: string;
+  client_name: string;
+  redirect_uris: string;
+  created_at: string;
+  last_used_at: string;
+}
+
+/** 0029: one consent a member gave a client: the family of its codes, refresh and access tokens. */
+export interface OauthGrantsTable {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  /** An `oac_` id (registered) or the https URL of a client ID metadata document. */
+  client_id: string;
+  client_name: string;
+  /** 0/1: 1 for a client identified by its metadata document's URL (its host vouches for it), 0 for a registered one. */
+  client_verified: number;
+  scopes: string;
+  resource: string;
+  created_at: string;
+  last_used_at: string;
+  revoked_at: string | null;
+}
+
+/** 0029: an authorization code, by its hash; `grant_id` is set once it is exchanged. */
+export interface OauthAuthorizationCodesTable {
+  code_hash: string;
+  organization_id: string;
+  member_id: string;
+  client_id: string;
+  client_name: string;
+  client_verified: number;
+  redirect_uri: string;
+  code_challenge: string;
+  resource: string;
+  scopes: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  grant_id: string | null;
+}
+
+/** 0029: a refresh token, by its hash; `used_at` is set when it is rotated. */
+export interface OauthRefreshTokensTable {
+  id: string;
+  grant_id: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
 }
 
 export interface AuditEventsTable {
@@ -113,6 +171,9 @@ export interface AuditEventsTable {
   request_id: string | null;
   data: string;
   created_at: string;
+  /** 0029: the OAuth client a change was made through (an OAuth token's), else null. */
+  oauth_client_id: string | null;
+  oauth_client_name: string | null;
 }
 
 /** One row per (organization, mode, key); in flight while `completed_at` is null. */
@@ -788,6 +849,10 @@ export interface Database {
   connections: ConnectionsTable;
   api_keys: ApiKeysTable;
   oauth_tokens: OauthTokensTable;
+  oauth_clients: OauthClientsTable;
+  oauth_grants: OauthGrantsTable;
+  oauth_authorization_codes: OauthAuthorizationCodesTable;
+  oauth_refresh_tokens: OauthRefreshTokensTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
   jobs: JobsTable;

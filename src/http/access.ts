@@ -75,7 +75,16 @@ export function requirePrincipal(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-export function registerAccessControl(app: HttpServer, authenticate: Authenticate): AccessRow[] {
+export interface AccessOptions {
+  /**
+   * The /v1 API's resource URL (`<PUBLIC_BASE_URL>/v1`): an OAuth token issued for another resource
+   * (RFC 8707 audience; the tool server's `/mcp`) is refused on /v1 routes. A token with no resource
+   * (issued before grants existed) is a /v1 token.
+   */
+  v1Resource: string;
+}
+
+export function registerAccessControl(app: HttpServer, authenticate: Authenticate, options: AccessOptions): AccessRow[] {
   const table: AccessRow[] = [];
   app.decorateRequest('principal', undefined);
 
@@ -96,6 +105,13 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
     // Attached before the checks below so that a refused (403) request is still charged to its
     // credential's rate-limit bucket rather than to its source address.
     request.principal = principal;
+
+    if (principal.kind === 'oauth_token' && principal.resource && principal.resource !== options.v1Resource && request.routeOptions.url?.startsWith('/v1/')) {
+      throw new AppError(
+        'credential_invalid',
+        `This OAuth token was issued for ${principal.resource}; the /v1 API accepts only tokens issued for ${options.v1Resource} (the \`resource\` of the authorization request).`,
+      );
+    }
 
     if (access.credentials && !access.credentials.includes(principal.kind)) {
       if (access.otherKinds === 'unauthenticated') {

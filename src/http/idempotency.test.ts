@@ -342,10 +342,14 @@ describe('idempotency route declarations and failures', () => {
       isUnavailable: testStore.store.dialect.isUnavailable,
     });
     scope.after(() => app.close());
-    registerAccessControl(app, async (bearer) => {
-      if (bearer !== 'good') throw new AppError('credential_invalid');
-      return principal(organizationId);
-    });
+    registerAccessControl(
+      app,
+      async (bearer) => {
+        if (bearer !== 'good') throw new AppError('credential_invalid');
+        return principal(organizationId);
+      },
+      { v1Resource: 'http://localhost:3000/v1' },
+    );
     const { service } = createIdempotencyKeysModule({
       db: testStore.store.db,
       clock,

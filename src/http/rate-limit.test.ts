@@ -229,7 +229,17 @@ describe('rate limits: a token bucket per credential and per source address', ()
       // The sandbox stands in for the provider, which has no rate limit of ours: all of it is exempt.
       assert.ok(server.app.accessTable.filter(({ url }) => url.startsWith('/sandbox/')).every(({ url }) => exempt.includes(url)));
       const service = [...new Set(exempt.filter((url) => !url.startsWith('/sandbox/')))].sort();
-      assert.deepEqual(service, ['/docs/errors', '/docs/errors/:code', '/healthz', '/provider/webhook', '/readyz', '/v1/openapi.json']);
+      assert.deepEqual(service, [
+        '/.well-known/oauth-authorization-server',
+        '/.well-known/oauth-protected-resource/mcp',
+        '/.well-known/oauth-protected-resource/v1',
+        '/docs/errors',
+        '/docs/errors/:code',
+        '/healthz',
+        '/provider/webhook',
+        '/readyz',
+        '/v1/openapi.json',
+      ]);
     });
   });
 

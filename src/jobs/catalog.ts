@@ -237,6 +237,9 @@ export const runEventPurge = defineRecurringJob({ name: 'run_event.purge', ...MA
 /** Forgets which contacts each number wrote to before the last 24 hours (`unique_recipients_24h`, docs/usage.md). */
 export const usageRecipientPurge = defineRecurringJob({ name: 'usage_recipient.purge', ...MAINTENANCE });
 
+/** Deletes expired authorization codes and refresh tokens, OAuth clients unused for 30 days and grants dead for 30 days (docs/oauth.md). */
+export const oauthPurge = defineRecurringJob({ name: 'oauth.purge', ...MAINTENANCE });
+
 /**
  * Deletes finished jobs past `FINISHED_JOB_RETENTION`, and warns of queued jobs that no version of
  * the service seems to know (overdue by an hour, of a name not in this catalogue).
@@ -265,5 +268,6 @@ export const JOBS = [
   webhookDeliveryPurge,
   runEventPurge,
   usageRecipientPurge,
+  oauthPurge,
   jobPurge,
 ] as const;

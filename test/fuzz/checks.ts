@@ -16,12 +16,14 @@ export interface Answer {
  * answers in the provider's envelope, its control API in its own small one (docs/sandbox.md). The
  * runtime relays the provider's answers as they came, marked by the provider's trace id.
  */
-type Conventions = 'api' | 'relay' | 'sandbox-graph' | 'sandbox-control';
+type Conventions = 'api' | 'relay' | 'sandbox-graph' | 'sandbox-control' | 'oauth';
 
 function conventionsOf(operation: Operation): Conventions {
   if (operation.path.startsWith('/sandbox/graph/')) return 'sandbox-graph';
   if (operation.path.startsWith('/sandbox/')) return 'sandbox-control';
   if (operation.path.startsWith('/runtime/')) return 'relay';
+  // The OAuth endpoints answer by OAuth's conventions (docs/oauth.md): RFC 6749 error bodies, or a page for the browser.
+  if (operation.path.startsWith('/oauth/')) return 'oauth';
   return 'api';
 }
 
@@ -70,6 +72,16 @@ function isOurEnvelope(body: unknown): boolean {
   return typeof error === 'object' && error !== null && typeof error.request_id === 'string';
 }
 
+/** An OAuth error body `{error, error_description?}` in JSON, or the authorization server's HTML page. */
+function oauthProblems(answer: Answer, body: unknown): string[] {
+  const type = header(answer, 'content-type') ?? '';
+  if (type.startsWith('text/html')) return answer.text.includes('<h1>') ? [] : ['the error page is empty'];
+  const error = (body as { error?: unknown; error_description?: unknown } | undefined)?.error;
+  if (typeof error !== 'string' || !/^[a-z_]+$/.test(error)) return ['the error is in neither our envelope, an OAuth error body nor a page'];
+  if (!type.startsWith('application/json')) return ['the OAuth error is not sent as application/json'];
+  return [];
+}
+
 function providerProblems(conventions: Conventions, answer: Answer, body: unknown): string[] {
   const error = (body as { error?: Record<string, unknown> } | undefined)?.error;
   if (typeof error !== 'object' || error === null || typeof error.message !== 'string')
@@ -112,6 +124,8 @@ export function answerProblems(operation: Operation, answer: Answer, rateLimited
       const checked = envelopeProblems(answer, body);
       problems.push(...checked.problems);
       code = checked.code;
+    } else if (conventions === 'oauth') {
+      problems.push(...oauthProblems(answer, body));
     } else if (conventions === 'relay') {
       if (header(answer, 'x-fb-trace-id') === undefined) problems.push('the error is neither our envelope nor a relayed provider answer');
     } else {

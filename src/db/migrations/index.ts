@@ -27,6 +27,7 @@ import * as organizationSettings from './0025_organization_settings.ts';
 import * as usage from './0026_usage.ts';
 import * as billing from './0027_billing.ts';
 import * as oauthTokenResource from './0028_oauth_token_resource.ts';
+import * as oauthServer from './0029_oauth_server.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '0026_usage': usage,
   '0027_billing': billing,
   '0028_oauth_token_resource': oauthTokenResource,
+  '0029_oauth_server': oauthServer,
 };

@@ -16,6 +16,13 @@ export const AuditEventSchema = Type.Object(
     credential: Nullable(Type.Object({ type: Type.Enum(CREDENTIAL_KINDS), id: Type.String() })),
     target: Type.Object({ type: Type.String(), id: Type.String() }),
     request_id: Nullable(Type.String()),
+    oauth_client: Nullable(
+      Type.Object({
+        id: Nullable(Type.String({ description: 'The client id: `oac_…` for a registered app, or the URL of its client ID metadata document.' })),
+        name: Type.String(),
+      }),
+      { description: 'For a change made with an OAuth token: the app it was made through; otherwise null.' },
+    ),
     // Returned as stored, without a parse and a re-serialization per entry.
     data: StoredJsonOf(Type.Record(Type.String(), Type.Unknown())),
     created_at: Timestamp,

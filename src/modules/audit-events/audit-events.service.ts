@@ -42,6 +42,7 @@ function toAuditEvent(row: AuditEventsTable): AuditEvent {
       row.credential_type && row.credential_id ? { type: row.credential_type as NonNullable<AuditEvent['credential']>['type'], id: row.credential_id } : null,
     target: { type: row.target_type, id: row.target_id },
     request_id: row.request_id,
+    oauth_client: row.oauth_client_name === null ? null : { id: row.oauth_client_id, name: row.oauth_client_name },
     data: new StoredJson(row.data),
     created_at: row.created_at,
   };
@@ -68,6 +69,9 @@ export function createAuditEventsService(deps: { db: Db; store: AuditEventsStore
         request_id: 'requestId' in by ? by.requestId : null,
         data: JSON.stringify(entry.data ?? {}),
         created_at: now.toISOString(),
+        // Which app a change made with an OAuth token came through, so an owner can tell apps apart.
+        oauth_client_id: principal?.oauthClient?.id ?? null,
+        oauth_client_name: principal?.oauthClient?.name ?? null,
       });
     },
 

@@ -120,7 +120,7 @@ export function createAuthService(deps: AuthServiceDeps) {
     return { object: 'dashboard_token', token, expires_at: expiresAt.toISOString(), organization, member };
   }
 
-  return {
+  const service = {
     /**
      * Opens a dashboard session for a member who has just joined (an accepted invite), in the
      * caller's transaction: the answer of a sign-in, without a password check. The organization is
@@ -163,11 +163,20 @@ export function createAuthService(deps: AuthServiceDeps) {
       });
     },
 
-    async login(input: LoginInput, requestId: string): Promise<IssuedSession> {
-      const user = await members.findUserByEmail(input.email);
-      const passwordOk = await verifyPassword(input.password, user?.password_hash ?? UNKNOWN_USER_HASH);
+    /**
+     * The person's memberships once their password is proven, without opening a session: what a sign-in
+     * outside the dashboard (the OAuth consent page) needs. Same answer and same time as login for a
+     * wrong password or an unknown email.
+     */
+    async verifyPassword(email: string, password: string): Promise<{ userId: string; memberships: Member[] }> {
+      const user = await members.findUserByEmail(email);
+      const passwordOk = await verifyPassword(password, user?.password_hash ?? UNKNOWN_USER_HASH);
       if (!user || !passwordOk) throw new AppError('login_failed', 'The email or password is incorrect.');
-      const memberships = await members.listMembershipsOfUser(user.id);
+      return { userId: user.id, memberships: await members.listMembershipsOfUser(user.id) };
+    },
+
+    async login(input: LoginInput, requestId: string): Promise<IssuedSession> {
+      const { memberships } = await service.verifyPassword(input.email, input.password);
       const member = input.organization_id ? memberships.find((m) => m.organization_id === input.organization_id) : memberships[0];
       if (!member) {
         // Same answer as a wrong password: a login attempt must not reveal which organizations exist.
@@ -251,6 +260,7 @@ export function createAuthService(deps: AuthServiceDeps) {
       return principalFor(member, session.id, session.created_at);
     },
   };
+  return service;
 }
 
 // One set per role, shared by every principal of that role (scopes are read-only).

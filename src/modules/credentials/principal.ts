@@ -19,6 +19,19 @@ export interface Principal {
   readonly signedInAt?: string;
   /** OAuth tokens only: the API the token was issued for (RFC 8707 `resource`), `<base>/v1` or `<base>/mcp`; null: /v1, issued before grants. */
   readonly resource?: string | null;
+  /**
+   * OAuth tokens only: the app the token was issued to (its client id, null for a token issued
+   * outside a grant) and the grant and member behind it, so that the audit log names the app.
+   */
+  readonly oauthClient?: OauthClientOfPrincipal;
+}
+
+export interface OauthClientOfPrincipal {
+  readonly id: string | null;
+  readonly name: string;
+  readonly grantId: string | null;
+  /** The member who consented. Not `memberId`: an app acts with the member's scopes, never as the member (it cannot hold their locks or decide their approvals). */
+  readonly memberId: string | null;
 }
 
 /** What a service needs to know about the caller to authorise and audit a change. */
