@@ -4,6 +4,8 @@
  * loopback port), and a person's browser that signs in on the consent page and submits it over HTTP.
  */
 import assert from 'node:assert/strict';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { TestServer } from './harness.ts';
 
 /** A fetch that sends what is addressed to PUBLIC_BASE_URL to the listening test server instead. */
@@ -84,4 +86,49 @@ export async function consentInBrowser(server: TestServer, authorizationUrl: URL
   const location = decided.headers.get('location');
   assert.ok(location, 'the consent form redirects back to the app');
   return { signInPage, consentPage, callback: new URL(location) };
+}
+
+/** An MCP client's storage, as the SDK asks a host application to keep it; the browser step is the test's. */
+export class TestMcpClient implements OAuthClientProvider {
+  authorizationUrl: URL | undefined;
+  readonly #redirectUri: string;
+  constructor(redirectUri: string) {
+    this.#redirectUri = redirectUri;
+  }
+  #client: OAuthClientInformationMixed | undefined;
+  #tokens: OAuthTokens | undefined;
+  #verifier = '';
+  get redirectUrl() {
+    return this.#redirectUri;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      redirect_uris: [this.#redirectUri],
+      client_name: 'Test MCP client',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    };
+  }
+  clientInformation() {
+    return this.#client;
+  }
+  saveClientInformation(information: OAuthClientInformationMixed) {
+    this.#client = information;
+  }
+  tokens() {
+    return this.#tokens;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.#tokens = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.#verifier = verifier;
+  }
+  codeVerifier() {
+    return this.#verifier;
+  }
 }

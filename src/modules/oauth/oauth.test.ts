@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { before, describe, it } from 'node:test';
 import * as oauth from 'oauth4webapi';
-import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { DAY, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { startServer, suiteScope, type TestServer } from '../../../test/harness.ts';
 import { addMember, assertError, createConnection, signUp, type SignedUp } from '../../../test/factories.ts';
-import { consentInBrowser, publicFetch, type ConsentChoice } from '../../../test/oauth-browser.ts';
+import { consentInBrowser, publicFetch, TestMcpClient, type ConsentChoice } from '../../../test/oauth-browser.ts';
 
 const REDIRECT_URI = 'http://127.0.0.1:4567/callback';
 
@@ -739,47 +738,6 @@ describe('OAuth: client ID metadata documents on private addresses', () => {
   });
 });
 
-/** An MCP client's storage, as the SDK asks a host application to keep it; the browser step is the test's. */
-class TestMcpClient implements OAuthClientProvider {
-  authorizationUrl: URL | undefined;
-  #client: OAuthClientInformationMixed | undefined;
-  #tokens: OAuthTokens | undefined;
-  #verifier = '';
-  get redirectUrl() {
-    return REDIRECT_URI;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      redirect_uris: [REDIRECT_URI],
-      client_name: 'Test MCP client',
-      token_endpoint_auth_method: 'none',
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-    };
-  }
-  clientInformation() {
-    return this.#client;
-  }
-  saveClientInformation(information: OAuthClientInformationMixed) {
-    this.#client = information;
-  }
-  tokens() {
-    return this.#tokens;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.#tokens = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.#verifier = verifier;
-  }
-  codeVerifier() {
-    return this.#verifier;
-  }
-}
-
 describe('OAuth: the MCP SDK’s own client through discovery, registration, PKCE, consent, token and refresh', () => {
   let server: TestServer;
   let owner: SignedUp;
@@ -790,7 +748,7 @@ describe('OAuth: the MCP SDK’s own client through discovery, registration, PKC
   });
 
   it('auth() finds the server from /mcp, registers, is sent to consent, exchanges the code for an /mcp token, and refreshes it', async () => {
-    const provider = new TestMcpClient();
+    const provider = new TestMcpClient(REDIRECT_URI);
     const serverUrl = `${server.config.publicBaseUrl}/mcp`;
     const fetchFn = publicFetch(server);
     assert.equal(await auth(provider, { serverUrl, fetchFn }), 'REDIRECT');
