@@ -42,8 +42,8 @@ describe('an MCP client connecting through OAuth', () => {
     const authorizationUrl = provider.authorizationUrl!;
     assert.equal(authorizationUrl.searchParams.get('resource'), `${server.config.publicBaseUrl}/mcp`);
 
-    // The person grants reading conversations and connections only.
-    const scopes = ['conversations:read', 'connections:read', 'messages:read', 'contacts:read'];
+    // The person grants reading messages (and so conversations), contacts and connections only.
+    const scopes = ['connections:read', 'messages:read', 'contacts:read'];
     const pages = await consentInBrowser(server, authorizationUrl, { ...owner, scopes });
     const pending = transportFor(provider);
     await pending.finishAuth(pages.callback.searchParams.get('code')!);
