@@ -284,30 +284,45 @@ async function assertNoJobStranded(service: Service): Promise<void> {
   assert.deepEqual(unsent, []);
 }
 
+type Load = ReturnType<typeof startWrites>;
+
+/**
+ * Runs `scenario` while writers send, and stops them as soon as it ends, passed or failed: a test's
+ * after-hooks run in the order they were registered, the shared store's first, so writers stopped
+ * by an after-hook would still be sending while the store is dropped and the server closed under them.
+ */
+async function duringWrites(service: Service, scenario: (load: Load) => Promise<void>): Promise<Sent[]> {
+  const load = startWrites(service);
+  try {
+    await scenario(load);
+  } finally {
+    await load.stop();
+  }
+  return load.sent;
+}
+
 describe('a database fault under load', () => {
   it('connections the database kills under load: every write is answered, the service recovers, nothing is lost', { skip }, async (t) => {
     const direct = await createTestStore(t);
     const applicationName = `dbfault_${randomBytes(6).toString('hex')}`;
     const service = await startService(t, direct, { url: named(new URL(process.env.TEST_DATABASE_URL!), applicationName) });
-    const load = startWrites(service);
-    t.after(() => load.stop());
-
-    let lastKill = 0;
-    for (let round = 0; round < KILL_ROUNDS; round++) {
-      // Killed again only once writes succeed again, so that each round finds the pool refilled and busy.
-      await waitFor(() => load.answeredSince(lastKill, 201) >= WRITERS, { timeoutMs: HANG_MS, message: `writes to succeed again after kill ${round}` });
-      // In the select list, so that only the rows the filter kept are killed: other files' connections share the database.
-      const killed = await sql<{ killed: boolean }>`
-        select pg_terminate_backend(pid) as killed from pg_stat_activity where application_name = ${applicationName}`.execute(direct.store.db);
-      assert.ok(
-        killed.rows.some((row) => row.killed),
-        "the kill found the service's connections",
-      );
-      lastKill = performance.now();
-    }
-    await waitFor(() => load.answeredSince(lastKill, 201), { timeoutMs: RECOVERY_MS, message: 'a write to succeed within 5 s of the last kill' });
-    await assertWorkerResumed(service, load.sent, lastKill);
-    const sent = await load.stop();
+    const sent = await duringWrites(service, async (load) => {
+      let lastKill = 0;
+      for (let round = 0; round < KILL_ROUNDS; round++) {
+        // Killed again only once writes succeed again, so that each round finds the pool refilled and busy.
+        await waitFor(() => load.answeredSince(lastKill, 201) >= WRITERS, { timeoutMs: HANG_MS, message: `writes to succeed again after kill ${round}` });
+        // In the select list, so that only the rows the filter kept are killed: other files' connections share the database.
+        const killed = await sql<{ killed: boolean }>`
+          select pg_terminate_backend(pid) as killed from pg_stat_activity where application_name = ${applicationName}`.execute(direct.store.db);
+        assert.ok(
+          killed.rows.some((row) => row.killed),
+          "the kill found the service's connections",
+        );
+        lastKill = performance.now();
+      }
+      await waitFor(() => load.answeredSince(lastKill, 201), { timeoutMs: RECOVERY_MS, message: 'a write to succeed within 5 s of the last kill' });
+      await assertWorkerResumed(service, load.sent, lastKill);
+    });
 
     assertAnsweredWell(sent);
     await assertEachWriteOnce(service, sent);
@@ -319,20 +334,19 @@ describe('a database fault under load', () => {
     const proxy = await startDatabaseProxy(t);
     // Shorter than the outage, so that the writes it holds up are answered while it lasts.
     const service = await startService(t, direct, { url: proxy.url, connectTimeoutMs: CONNECT_TIMEOUT_MS });
-    const load = startWrites(service);
-    t.after(() => load.stop());
-
-    await waitFor(() => load.answeredSince(0, 201) >= WRITERS, { timeoutMs: HANG_MS, message: 'the writes to get going' });
-    proxy.cut();
-    const cutAt = performance.now();
-    // The outage is the scenario: it lasts its time whatever the service does meanwhile.
-    await delay(OUTAGE_MS);
-    const refusedDuringOutage = load.answeredSince(cutAt, 503);
-    proxy.resume();
-    const resumedAt = performance.now();
-    await waitFor(() => load.answeredSince(resumedAt, 201), { timeoutMs: RECOVERY_MS, message: 'a write to succeed within 5 s of the database’s return' });
-    await assertWorkerResumed(service, load.sent, resumedAt);
-    const sent = await load.stop();
+    let refusedDuringOutage = 0;
+    const sent = await duringWrites(service, async (load) => {
+      await waitFor(() => load.answeredSince(0, 201) >= WRITERS, { timeoutMs: HANG_MS, message: 'the writes to get going' });
+      proxy.cut();
+      const cutAt = performance.now();
+      // The outage is the scenario: it lasts its time whatever the service does meanwhile.
+      await delay(OUTAGE_MS);
+      refusedDuringOutage = load.answeredSince(cutAt, 503);
+      proxy.resume();
+      const resumedAt = performance.now();
+      await waitFor(() => load.answeredSince(resumedAt, 201), { timeoutMs: RECOVERY_MS, message: 'a write to succeed within 5 s of the database’s return' });
+      await assertWorkerResumed(service, load.sent, resumedAt);
+    });
 
     assert.ok(refusedDuringOutage > 0, 'writes sent during the outage were refused while it lasted, not kept waiting for its end');
     assertAnsweredWell(sent);
