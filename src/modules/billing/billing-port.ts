@@ -57,7 +57,7 @@ export interface StripeBilling {
   checkoutUrl(input: { customerId: string; organizationId: string; plan: Exclude<PlanName, 'free'>; successUrl: string; cancelUrl: string }): Promise<string>;
   portalUrl(input: { customerId: string; returnUrl: string }): Promise<string>;
   /** Checks `Stripe-Signature` over the exact bytes, at most 5 minutes old at `receivedAtMs`; throws `signature_invalid` saying why. */
-  verifyWebhook(rawBody: Buffer, signature: string | undefined, receivedAtMs: number): StripeEventHeader;
+  verifyWebhook(rawBody: Buffer, signature: string | undefined, receivedAtMs: number): Promise<StripeEventHeader>;
   readSubscription(id: string): Promise<StripeSubscriptionSnapshot>;
   /** The subscription a checkout session created (unset until it is complete). */
   subscriptionOfCheckout(sessionId: string): Promise<string | undefined>;
@@ -71,3 +71,10 @@ export interface StripeBilling {
 }
 
 export type BillingAdapter = LocalBilling | StripeBilling;
+
+/**
+ * The API version this adapter speaks, pinned: the SDK's default moves with the SDK, and the shapes
+ * read here (a subscription's period on its items, an invoice's subscription under `parent`) are
+ * this version's.
+ */
+export const STRIPE_API_VERSION = '2026-10-28.endive' as const;

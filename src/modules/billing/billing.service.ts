@@ -354,7 +354,7 @@ export function createBillingService(deps: BillingServiceDeps) {
      */
     async receiveStripeEvent(rawBody: Buffer, signature: string | undefined): Promise<{ received: 'new' | 'duplicate' | 'ignored' }> {
       const stripe = stripeOnly();
-      const event = stripe.verifyWebhook(rawBody, signature, clock.now().getTime());
+      const event = await stripe.verifyWebhook(rawBody, signature, clock.now().getTime());
       if (!HANDLED_EVENTS.has(event.type) || event.objectId === '') return { received: 'ignored' };
       const fresh = await db.transaction().execute(async (trx) => {
         const inserted = await store.insertEventIfAbsent(trx, {

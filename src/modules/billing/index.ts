@@ -13,7 +13,27 @@ import { registerBillingRoutes } from './billing.routes.ts';
 import { createBillingService, type BillingService, type BillingServiceDeps } from './billing.service.ts';
 import { createBillingStore } from './billing.store.ts';
 import { createLocalBilling } from './local-billing.ts';
-import { createStripeBilling } from './stripe-billing.ts';
+import type { StripeBilling } from './billing-port.ts';
+
+/**
+ * The Stripe adapter with its SDK loaded by the first call (the SDK holds about 35 MiB resident): a
+ * process on the local adapter never loads it, like Redis's and the mail transport's libraries.
+ */
+function lazyStripeBilling(config: StripeConfig): StripeBilling {
+  let adapter: Promise<StripeBilling> | undefined;
+  const load = () => (adapter ??= import('./stripe-billing.ts').then((module) => module.createStripeBilling(config)));
+  return {
+    kind: 'stripe',
+    createCustomer: async (organization) => (await load()).createCustomer(organization),
+    checkoutUrl: async (input) => (await load()).checkoutUrl(input),
+    portalUrl: async (input) => (await load()).portalUrl(input),
+    verifyWebhook: async (rawBody, signature, receivedAtMs) => (await load()).verifyWebhook(rawBody, signature, receivedAtMs),
+    readSubscription: async (id) => (await load()).readSubscription(id),
+    subscriptionOfCheckout: async (sessionId) => (await load()).subscriptionOfCheckout(sessionId),
+    subscriptionOfInvoice: async (invoiceId) => (await load()).subscriptionOfInvoice(invoiceId),
+    reportUsage: async (event) => (await load()).reportUsage(event),
+  };
+}
 
 export function createBillingModule(
   deps: Omit<BillingServiceDeps, 'store' | 'adapter'> & {
@@ -23,7 +43,7 @@ export function createBillingModule(
   },
 ): Module<BillingService> {
   const { stripe, secrets, ...serviceDeps } = deps;
-  const adapter = stripe ? createStripeBilling(stripe) : createLocalBilling({ clock: deps.clock, secrets, publicBaseUrl: deps.publicBaseUrl });
+  const adapter = stripe ? lazyStripeBilling(stripe) : createLocalBilling({ clock: deps.clock, secrets, publicBaseUrl: deps.publicBaseUrl });
   const service = createBillingService({ ...serviceDeps, adapter, store: createBillingStore() });
   return {
     name: 'billing',
@@ -35,4 +55,4 @@ export function createBillingModule(
 
 export type { BillableUsage, BillingService } from './billing.service.ts';
 export { meterIdentifier } from './billing.service.ts';
-export { STRIPE_API_VERSION } from './stripe-billing.ts';
+export { STRIPE_API_VERSION } from './billing-port.ts';

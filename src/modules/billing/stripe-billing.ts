@@ -4,14 +4,7 @@ import { SECOND } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { assertNoRequestTransaction } from '../../lib/transaction-scope.ts';
 import type { PlanName } from '../usage/plans.ts';
-import type { StripeBilling, StripeSubscriptionSnapshot } from './billing-port.ts';
-
-/**
- * The API version this adapter speaks, pinned: the SDK's default moves with the SDK, and the shapes
- * read here (a subscription's period on its items, an invoice's subscription under `parent`) are
- * this version's.
- */
-export const STRIPE_API_VERSION = '2026-10-28.endive' as const;
+import { STRIPE_API_VERSION, type StripeBilling, type StripeSubscriptionSnapshot } from './billing-port.ts';
 
 /** Stripe signs each webhook with its send time; older than this is refused as a possible replay. */
 export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
@@ -130,7 +123,7 @@ export function createStripeBilling(config: StripeConfig): StripeBilling {
       });
     },
 
-    verifyWebhook(rawBody, signature, receivedAtMs) {
+    async verifyWebhook(rawBody, signature, receivedAtMs) {
       if (signature === undefined) throw new AppError('signature_invalid', 'The Stripe-Signature header is missing.', { param: '/header/stripe-signature' });
       let event: Stripe.Event;
       try {
