@@ -15,7 +15,7 @@ import type { Core } from './core.ts';
 
 /** The tenant and its people: organizations, members, invites and sessions, the audit log, mail, and the service's own pages. */
 export function buildPlatform(core: Core) {
-  const { db, clock, config, store, queue, secrets, log } = core;
+  const { db, clock, config, store, queue, secrets, log, mediaStorage } = core;
   const { isUniqueViolation } = store.dialect;
   const secureCookies = config.publicBaseUrl.startsWith('https:');
   const audit = createAuditEventsModule({ db, clock });
@@ -63,7 +63,7 @@ export function buildPlatform(core: Core) {
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation, secrets });
   return {
     modules: [
-      createHealthModule({ isReady: () => isStoreReady(store) }),
+      createHealthModule({ isReady: async () => (await isStoreReady(store)) && (await mediaStorage.isReachable()) }),
       createErrorReferenceModule(),
       audit,
       organizations,

@@ -14,9 +14,9 @@ export function registerHealthRoutes(app: HttpServer, isReady: () => Promise<boo
 
   app.get('/readyz', {
     config: { access },
-    schema: { tags: ['Operations'], summary: 'The store is reachable and migrated', response: { 200: Status } },
+    schema: { tags: ['Operations'], summary: 'The store is reachable and migrated, and the media storage can be written', response: { 200: Status } },
     handler: async () => {
-      if (!(await isReady())) throw new AppError('service_unavailable', 'The store is unreachable or not migrated.');
+      if (!(await isReady())) throw new AppError('service_unavailable', 'The store is unreachable or not migrated, or the media storage cannot be reached.');
       return { status: 'ready' };
     },
   });

@@ -1,4 +1,4 @@
-/** Liveness (`/healthz`) and readiness (`/readyz`: the store answers and is migrated). */
+/** Liveness (`/healthz`) and readiness (`/readyz`: the store answers and is migrated, and the media storage can be written). */
 import type { Module } from '../module.ts';
 import { registerHealthRoutes } from './health.routes.ts';
 

@@ -11,12 +11,14 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
   type CompletedPart,
 } from '@aws-sdk/client-s3';
 import type { MediaStorageConfig } from '../../config/config.ts';
+import { AppError } from '../../lib/errors.ts';
 import { checkKey, type MediaStorage } from './media-storage.ts';
 
 export type S3Location = Omit<Extract<MediaStorageConfig, { kind: 's3' }>, 'kind'>;
@@ -59,17 +61,29 @@ export function createS3MediaStorage(client: S3Client, location: Pick<S3Location
   const Bucket = location.bucket;
   const objectKey = (key: string) => location.prefix + checkKey(key);
 
+  const isMissing = (error: unknown) => error instanceof Error && error.name === 'NoSuchKey';
+
+  /**
+   * One call to the object store, bounded in time. Anything but a missing key (which callers read as
+   * such) is the store failing the service: an unreachable endpoint, a bucket that does not exist,
+   * credentials it refuses. The request that needed it is answered `503 service_unavailable`, and
+   * the store's own error is kept as the cause, which the error handler logs.
+   */
   async function answered<T>(call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error(`the object store did not answer within ${ANSWER_TIMEOUT_MS / 1000} s`)), ANSWER_TIMEOUT_MS);
     try {
       return await call(controller.signal);
+    } catch (error) {
+      if (isMissing(error)) throw error;
+      throw new AppError('service_unavailable', 'The media storage could not be reached or refused the request; retry shortly.', {
+        headers: { 'retry-after': '30' },
+        cause: error,
+      });
     } finally {
       clearTimeout(timer);
     }
   }
-
-  const isMissing = (error: unknown) => error instanceof Error && error.name === 'NoSuchKey';
 
   return {
     async put(key, content) {
@@ -147,6 +161,15 @@ export function createS3MediaStorage(client: S3Client, location: Pick<S3Location
       } catch (error) {
         // S3 answers 204 for a missing key; some compatible servers answer NoSuchKey instead.
         if (!isMissing(error)) throw error;
+      }
+    },
+
+    async isReachable() {
+      try {
+        await answered((abortSignal) => client.send(new HeadBucketCommand({ Bucket }), { abortSignal }));
+        return true;
+      } catch {
+        return false;
       }
     },
 

@@ -10,6 +10,7 @@ import { before, describe, it } from 'node:test';
 import { loadConfig } from '../../config/config.ts';
 import { suiteScope, type Scope } from '../../../test/harness.ts';
 import { startLocalS3, type LocalS3 } from '../../../test/local-s3.ts';
+import type { AppError } from '../../lib/errors.ts';
 import { openMediaStorage, type MediaStorage } from './index.ts';
 import { createS3Client, createS3MediaStorage, PART_BYTES } from './media-storage-s3.ts';
 
@@ -144,11 +145,24 @@ describe('the S3 media storage, as S3 sees it', () => {
     assert.ok(!(await s3.keys()).some((key) => key.startsWith('abort/')));
   });
 
-  it('a bucket that does not exist is an error of its own, never "nothing stored"', async () => {
+  it('a bucket that does not exist is the storage unavailable (its error the cause), never "nothing stored"; it is not reachable', async () => {
     const storage = createS3MediaStorage(createS3Client({ ...s3.location, bucket: 'no-such-bucket' }), { bucket: 'no-such-bucket', prefix: '' });
     suite.after(() => storage.close());
-    await assert.rejects(storage.get('med_01NOBUCKET'), (error: Error & { code?: string }) => error.name === 'NoSuchBucket' && error.code !== 'ENOENT');
-    await assert.rejects(storage.put('med_01NOBUCKET', Readable.from([Buffer.from('x')])), { name: 'NoSuchBucket' });
-    await assert.rejects(storage.delete('med_01NOBUCKET'), { name: 'NoSuchBucket' });
+    const unavailable = (error: AppError) => error.code === 'service_unavailable' && (error.cause as Error).name === 'NoSuchBucket';
+    await assert.rejects(storage.get('med_01NOBUCKET'), unavailable);
+    await assert.rejects(storage.put('med_01NOBUCKET', Readable.from([Buffer.from('x')])), unavailable);
+    await assert.rejects(storage.delete('med_01NOBUCKET'), unavailable);
+    assert.equal(await storage.isReachable(), false);
+    const real = createS3MediaStorage(createS3Client(s3.location), { bucket: s3.location.bucket, prefix: '' });
+    suite.after(() => real.close());
+    assert.equal(await real.isReachable(), true);
+  });
+
+  it('an endpoint that does not answer is the storage unavailable', async () => {
+    const location = { ...s3.location, endpoint: 'http://127.0.0.1:9' };
+    const storage = createS3MediaStorage(createS3Client(location), { bucket: location.bucket, prefix: '' });
+    suite.after(() => storage.close());
+    await assert.rejects(storage.put('med_01NOENDPOINT', Readable.from([Buffer.from('x')])), { code: 'service_unavailable' });
+    assert.equal(await storage.isReachable(), false);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { access, constants, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -26,6 +26,8 @@ export interface MediaStorage {
   get(key: string): Promise<Readable>;
   /** Removes the bytes; a key that holds nothing is not an error. */
   delete(key: string): Promise<void>;
+  /** Whether bytes can be stored now (for `/readyz`): the directory is writable, the bucket answers. */
+  isReachable(): Promise<boolean>;
   /** Releases what the storage holds open (an object store's connections), once the server has stopped. */
   close(): Promise<void>;
 }
@@ -83,6 +85,16 @@ export function createFileMediaStorage(directory: string): MediaStorage {
 
     async delete(key) {
       await rm(fileOf(key), { force: true });
+    },
+
+    async isReachable() {
+      try {
+        await mkdir(tmp, { recursive: true });
+        await access(tmp, constants.W_OK);
+        return true;
+      } catch {
+        return false;
+      }
     },
 
     async close() {},

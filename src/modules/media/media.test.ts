@@ -7,7 +7,7 @@ import { buffer } from 'node:stream/consumers';
 import { before, describe, it } from 'node:test';
 import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import type { Principal } from '../credentials/principal.ts';
-import { suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
+import { startServer, suiteScope, type Scope, type TestServer } from '../../../test/harness.ts';
 import { assertError, createConnection, createKey, inbound, settle, signUp, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 import { startLocalS3, type LocalS3 } from '../../../test/local-s3.ts';
 import { waitFor } from '../../../test/wait.ts';
@@ -781,6 +781,23 @@ describe('media: sending and receiving', () => {
       assertError(await server.request('GET', `/v1/media/${id}`, { token: otherKey }), 404, 'resource_not_found');
       assertError(await server.request('GET', `/v1/media/${id}`, { token: testKey }), 403, 'test_key_on_live_connection');
     });
+  });
+});
+
+describe('media: an object store the service cannot use', () => {
+  it('an upload is 503 service_unavailable (never a 500) and /readyz says not ready, while the API serves the rest', async (t) => {
+    const s3 = await startLocalS3(t);
+    const url = s3.url('media').replace('@media-test/', '@no-such-bucket/');
+    const server = await startServer(t, { env: { MEDIA_STORAGE_URL: url } });
+    const owner = await signUp(server);
+    const data = new FormData();
+    data.append('file', new Blob([new Uint8Array(sample('image/png'))], { type: 'image/png' }), 'pixel.png');
+    const response = await fetch(`${server.url}/v1/media`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` }, body: data });
+    const text = await response.text();
+    assertError({ status: response.status, headers: response.headers, body: JSON.parse(text), text }, 503, 'service_unavailable');
+    assert.equal(response.headers.get('retry-after'), '30');
+    assertError(await server.request('GET', '/readyz'), 503, 'service_unavailable');
+    assert.equal((await server.request('GET', '/v1/identity', { token: owner.token })).status, 200);
   });
 });
 
