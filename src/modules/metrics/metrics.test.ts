@@ -4,7 +4,7 @@ import { registerHooks } from 'node:module';
 import { before, describe, it } from 'node:test';
 import { mailSend } from '../../jobs/catalog.ts';
 import { HOUR, SECOND } from '../../lib/clock.ts';
-import { startServer, suiteScope, usingPostgres, type TestServer } from '../../../test/harness.ts';
+import { createTestStore, startServer, suiteScope, usingPostgres, type TestServer } from '../../../test/harness.ts';
 import { assertError, createConnection, createKey, inbound, settle, signUp, type SignedUp } from '../../../test/factories.ts';
 import { startReceiver, type Receiver } from '../../../test/receiver.ts';
 
@@ -83,6 +83,17 @@ describe(`metrics (${store} store)`, () => {
     const on = await startServer(t, { env: { METRICS_TOKEN: TOKEN } });
     assert.ok(resolvedPackages.has('prom-client'), 'the hook sees prom-client once a server needs it');
     await scrape(on);
+  });
+
+  it('a scrape while the store cannot be reached is 503 service_unavailable, as /readyz is; the process stays up', async (t) => {
+    // The server gets a connection of its own to the test's store, so that closing it leaves the store to be dropped.
+    const direct = await createTestStore(t);
+    const server = await startServer(t, { shareStore: direct, env: { METRICS_TOKEN: TOKEN } });
+    await scrape(server);
+    await server.app.store.close();
+    assertError(await server.request('GET', '/metrics', { token: TOKEN }), 503, 'service_unavailable');
+    assertError(await server.request('GET', '/readyz'), 503, 'service_unavailable');
+    assert.equal((await server.request('GET', '/healthz')).status, 200);
   });
 
   describe('with METRICS_TOKEN', () => {
