@@ -12,11 +12,8 @@ import type { SendingService } from '../messages/index.ts';
 import type { Module } from '../module.ts';
 import { usageJobs } from './usage.job.ts';
 import { registerUsageRoutes } from './usage.routes.ts';
-import { createUsageService, type UsageService, type UsageServiceDeps } from './usage.service.ts';
+import { createUsageService, REQUEST_FLUSH_MS, type UsageService, type UsageServiceDeps } from './usage.service.ts';
 import { createUsageStore } from './usage.store.ts';
-
-/** API request counts wait in memory at most this long before they are written. */
-const REQUEST_FLUSH_MS = 1000;
 
 export function createUsageModule(
   deps: Omit<UsageServiceDeps, 'store' | 'events'> & {
@@ -33,7 +30,7 @@ export function createUsageModule(
   });
   deps.sending.guardSends((executor, send) => service.assertMaySend(executor, send));
   // Made here, outside any request, so that no request's transaction scope is carried into its rounds.
-  const flushTimer = setInterval(() => void service.flushRequests(), REQUEST_FLUSH_MS);
+  const flushTimer = setInterval(() => void service.flushDueRequests(), REQUEST_FLUSH_MS);
   flushTimer.unref();
   return {
     name: 'usage',

@@ -169,9 +169,15 @@ describe('usage', () => {
       const before = meter(await usage(org.key), 'api_requests').quantity;
       for (let i = 0; i < 3; i++) assert.equal((await server.request('GET', '/v1/identity', { token: org.key })).status, 200);
       for (let i = 0; i < 3; i++) assert.equal((await server.request('GET', '/v1/identity', { token: testKey })).status, 200);
+      // The timer's rounds go by the service's clock: standing still, it writes nothing; a second on, it does.
+      await server.app.services.usage.flushDueRequests();
+      assert.equal(meter(await usage(org.key), 'api_requests').quantity, before);
+      server.clock.advance(1000);
+      await server.app.services.usage.flushDueRequests();
+      const written = meter(await usage(org.key), 'api_requests').quantity;
+      assert.equal(written, before + 5, 'the three identity calls and the two usage reads around them');
       await server.app.services.usage.flushRequests();
-      // The three identity calls and the usage read before them.
-      assert.equal(meter(await usage(org.key), 'api_requests').quantity, before + 4);
+      assert.equal(meter(await usage(org.key), 'api_requests').quantity, written + 1, 'and the usage read since');
     });
 
     it("a test number's traffic leaves usage unchanged", async () => {
