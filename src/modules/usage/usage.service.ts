@@ -290,7 +290,20 @@ export function createUsageService(deps: UsageServiceDeps) {
 
   let lastFlushAt = clock.now().getTime();
 
-  async function flushRequests(): Promise<void> {
+  /** The write in progress; each waits for the one before it (see `flushRequests`). */
+  let flushing: Promise<void> = Promise.resolve();
+
+  /**
+   * Writes every count taken before the call. Writes run one at a time, so when this resolves the
+   * counts of a write the timer had already begun are committed too: a caller reading usage after it
+   * reads them all.
+   */
+  function flushRequests(): Promise<void> {
+    flushing = flushing.then(writeRequests);
+    return flushing;
+  }
+
+  async function writeRequests(): Promise<void> {
     lastFlushAt = clock.now().getTime();
     if (pendingRequests.size === 0) return;
     const batch = pendingRequests;
