@@ -263,7 +263,8 @@ describe('the webhook sender', () => {
       const client = sender(t, { lookup: hanging, timeoutMs: 200 });
       const result = await client.send('http://hangs.example/hook', BODY, {});
       assert.equal(result.kind === 'error' && result.error, 'timeout');
-      assert.ok(result.durationMs >= 200 && result.durationMs < 1_000);
+      // Bounded, not timed to the millisecond: a timer may fire a fraction early by the clock that measures it.
+      assert.ok(result.durationMs >= 190 && result.durationMs < 5_000, `gave up after ${result.durationMs} ms`);
     });
   });
 
