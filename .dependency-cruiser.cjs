@@ -7,6 +7,13 @@ const notTests = '\\.test\\.ts$';
 module.exports = {
   forbidden: [
     {
+      name: 'dashboard-imports-only-schemas',
+      comment: "The dashboard (web/) shares the server's types through its *.schemas.ts files (and the event envelope), never its code.",
+      severity: 'error',
+      from: { path: '^web/' },
+      to: { path: '^src/', pathNot: ['\\.schemas\\.ts$', '^src/events/envelope\\.ts$'] },
+    },
+    {
       name: 'routes-call-services-only',
       comment: 'A route file talks to services, never to stores or the database.',
       severity: 'error',

@@ -24,6 +24,13 @@ export default tseslint.config(
     },
   },
   {
+    // TanStack Router's guards throw its redirect object by design (`throw redirect({...})`).
+    files: ['web/**/*.tsx', 'web/**/*.ts'],
+    rules: {
+      '@typescript-eslint/only-throw-error': ['error', { allow: [{ from: 'package', package: '@tanstack/router-core', name: 'Redirect' }] }],
+    },
+  },
+  {
     // A package's build script is plain JavaScript (it runs on the Node of whoever packs it, 18 or
     // later), outside the TypeScript project: linted without type information.
     files: ['packages/*/*.mjs'],

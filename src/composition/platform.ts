@@ -1,6 +1,7 @@
 import { isStoreReady } from '../db/connect.ts';
 import { createAuditEventsModule } from '../modules/audit-events/index.ts';
 import { createAuthModule } from '../modules/auth/index.ts';
+import { createDashboardModule } from '../modules/dashboard/index.ts';
 import { createErrorReferenceModule } from '../modules/error-reference/index.ts';
 import { createHealthModule } from '../modules/health/index.ts';
 import { createIdempotencyKeysModule } from '../modules/idempotency-keys/index.ts';
@@ -65,6 +66,7 @@ export function buildPlatform(core: Core) {
     modules: [
       createHealthModule({ isReady: async () => (await isStoreReady(store)) && (await mediaStorage.isReachable()) }),
       createErrorReferenceModule(),
+      createDashboardModule({ directory: config.dashboardDir }),
       audit,
       organizations,
       members,

@@ -25,6 +25,8 @@ export interface Config {
   host: string;
   publicBaseUrl: string;
   dataDir: string;
+  /** The built dashboard (web/dist, made by scripts/build-dashboard.ts), served at /dashboard. */
+  dashboardDir: string;
   mediaStorage: MediaStorageConfig;
   /** Unset: the embedded SQLite file under `dataDir`. */
   databaseUrl: string | undefined;
@@ -327,6 +329,7 @@ export function loadConfig(env: Env): Config {
     host: text(env, 'HOST') ?? '127.0.0.1',
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://localhost:${listenPort}`,
     dataDir,
+    dashboardDir: path.resolve(text(env, 'DASHBOARD_DIR') ?? path.join(import.meta.dirname, '../../web/dist')),
     mediaStorage: mediaStorage(env, 'MEDIA_STORAGE_URL', dataDir),
     databaseUrl,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),

@@ -1,0 +1,121 @@
+/**
+ * Real-browser tests: Debian's Chromium driven by playwright-core (no browser download exists on
+ * these machines; `.ci/run` installs the package). One browser per test file, a fresh context per
+ * test; a test fails on any error the page throws or logs, and leaves a screenshot when it fails.
+ *
+ * Chromium missing is a failure, never a skip: install it with `apt-get install chromium`, or point
+ * CHROMIUM_PATH at another build.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { ManualClock } from '../../src/lib/clock.ts';
+import { startServer, type Scope, type StartOptions, type TestServer } from '../harness.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SCREENSHOTS = path.resolve(import.meta.dirname, '../../test-results/screenshots');
+
+/**
+ * Flags for a closed network and a root user: without the background-networking ones Chromium
+ * keeps dialling Google's hosts, refused here many at a time.
+ */
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export async function launchBrowser(scope: Scope): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it (apt-get install chromium, or set CHROMIUM_PATH).`);
+  }
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  scope.after(() => browser.close());
+  return browser;
+}
+
+/**
+ * A test server whose manual clock starts at the real time: the browser keeps the refresh cookie
+ * until the `expires` the server computed, and judges it by its own clock, so a server living in
+ * the past would hand out cookies the browser drops at once.
+ */
+export function startDashboardServer(scope: Scope, options: StartOptions = {}): Promise<TestServer> {
+  return startServer(scope, { clock: new ManualClock(new Date().toISOString()), ...options });
+}
+
+export interface BrowserSession {
+  context: BrowserContext;
+  page: Page;
+  /** Another tab in the same browser (same cookies), watched for errors like the first. */
+  newTab(): Promise<Page>;
+}
+
+/**
+ * The browser's own line for an HTTP error answer ("Failed to load resource: … 401"): the app
+ * meets such answers on purpose (a refresh without a cookie, a lock held by someone else) and
+ * shows them itself, so they are not the page's errors.
+ */
+const NETWORK_NOTICE = /^Failed to load resource: the server responded with a status of \d{3}/;
+
+/**
+ * A fresh browser context on the test server (its own cookies: a second person), failing the test
+ * on page errors and console errors, and saving a screenshot of every page if the test fails.
+ */
+export async function openDashboard(t: TestContext, browser: Browser, server: TestServer): Promise<BrowserSession> {
+  const context = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 } });
+  const errors: string[] = [];
+  const pages: Page[] = [];
+  const watch = (page: Page) => {
+    pages.push(page);
+    page.on('pageerror', (error) => errors.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !NETWORK_NOTICE.test(message.text())) errors.push(`console error: ${message.text()}`);
+    });
+    return page;
+  };
+  const page = watch(await context.newPage());
+  context.setDefaultTimeout(10_000);
+  t.after(async () => {
+    await context.close();
+  });
+  sessions.set(t, { errors, pages });
+  return { context, page, newTab: async () => watch(await context.newPage()) };
+}
+
+const sessions = new WeakMap<TestContext, { errors: string[]; pages: Page[] }>();
+
+/**
+ * Wraps a browser test's body: a failure saves a screenshot of each page it opened (under
+ * test-results/screenshots), and errors the pages threw or logged fail a test that otherwise passed.
+ */
+export function browserTest(body: (t: TestContext) => Promise<void>): (t: TestContext) => Promise<void> {
+  return async (t) => {
+    try {
+      await body(t);
+    } catch (error) {
+      await screenshot(t);
+      throw error;
+    }
+    const session = sessions.get(t);
+    if (session && session.errors.length > 0) {
+      await screenshot(t);
+      throw new Error(`the page reported errors:\n${session.errors.join('\n')}`);
+    }
+  };
+}
+
+async function screenshot(t: TestContext): Promise<void> {
+  const session = sessions.get(t);
+  if (!session) return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const base = t.fullName.replace(/[^a-z0-9]+/gi, '-').slice(0, 120);
+  for (const [index, page] of session.pages.entries()) {
+    if (page.isClosed()) continue;
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${base}-${index}.png`), fullPage: true }).catch(() => undefined);
+  }
+}

@@ -1,0 +1,51 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { Link, Outlet, useNavigate } from '@tanstack/react-router';
+import { useSession, useSessionState } from '../auth/SessionContext.tsx';
+import styles from './layout.module.css';
+
+/** The signed-in frame: navigation, who is signed in (and as what), sign-out. */
+export function AppLayout() {
+  const state = useSessionState();
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const signOut = async () => {
+    await session.signOut();
+    queryClient.clear();
+    await navigate({ to: '/sign-in' });
+  };
+  // The session just ended (here or in another tab): the guard is about to redirect to sign-in.
+  if (state.status !== 'signed_in') return <Splash />;
+  const { token } = state;
+  return (
+    <div className={styles.shell}>
+      <aside className={styles.sidebar}>
+        <div className={styles.organization}>{token.organization.name}</div>
+        <nav className={styles.nav} aria-label="Main">
+          <Link to="/inbox">Inbox</Link>
+          <Link to="/connections">Connections</Link>
+        </nav>
+        <div className={styles.me}>
+          <span>{token.member.name ?? token.member.email}</span>
+          <span className={styles.role} data-testid="member-role">
+            {token.member.role}
+          </span>
+          <button type="button" className={styles.signOut} onClick={() => void signOut()}>
+            Sign out
+          </button>
+        </div>
+      </aside>
+      <main className={styles.main}>
+        <Outlet />
+      </main>
+    </div>
+  );
+}
+
+export function Splash() {
+  return (
+    <div className={styles.splash} role="status">
+      Loading…
+    </div>
+  );
+}
