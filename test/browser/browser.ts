@@ -119,3 +119,12 @@ async function screenshot(t: TestContext): Promise<void> {
     await page.screenshot({ path: path.join(SCREENSHOTS, `${base}-${index}.png`), fullPage: true }).catch(() => undefined);
   }
 }
+
+/** Signs a member in through the sign-in page and waits for the inbox. */
+export async function signIn(page: Page, member: { email: string; password: string }): Promise<void> {
+  await page.goto('/dashboard/sign-in');
+  await page.getByLabel('Email').fill(member.email);
+  await page.getByLabel('Password').fill(member.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Inbox' }).waitFor();
+}

@@ -4,10 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
 import { suiteScope } from '../harness.ts';
 import { addMember, signUp } from '../factories.ts';
-import { browserTest, launchBrowser, openDashboard, startDashboardServer } from './browser.ts';
+import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer } from './browser.ts';
 
 describe('dashboard sessions', () => {
   const scope = suiteScope();
@@ -126,11 +125,3 @@ describe('dashboard sessions', () => {
     }),
   );
 });
-
-export async function signIn(page: Page, member: { email: string; password: string }): Promise<void> {
-  await page.goto('/dashboard/sign-in');
-  await page.getByLabel('Email').fill(member.email);
-  await page.getByLabel('Password').fill(member.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Inbox' }).waitFor();
-}
