@@ -1,4 +1,4 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { invalidParam } from '../lib/errors.ts';
 import { compileOnce } from './compiled-query.ts';
 import type { Db } from './connect.ts';
@@ -112,6 +112,62 @@ export function compiledPaging<P extends object, TB extends keyof Database, O ex
     const cursor = page.after ?? page.before;
     if (cursor !== undefined && !(await cursorOf.first(db, { list, cursor }))) {
       throw invalidParam(page.after !== undefined ? '/query/after' : '/query/before', 'is not a cursor of this list');
+    }
+    const ascending = (page.order === 'asc') !== (page.before !== undefined);
+    const rows = await rowsOf.all(db, { list, createdAfter: page.createdAfter, createdBefore: page.createdBefore, cursor, ascending, limit: page.limit + 1 });
+    return toPage(rows as O[], page);
+  };
+}
+
+/**
+ * `compiledPaging` for a list ordered by another key than creation (an inbox by its latest
+ * activity): rows in (key, id) order, the id breaking ties, so the order is total and stable. The
+ * cursor is still an item's id, as everywhere: its key is read first (the same refusal of an id the
+ * list cannot see), then the page continues strictly past (key, id) with a row-value comparison,
+ * which PostgreSQL and SQLite both evaluate. `created_after`/`created_before` keep filtering on
+ * creation.
+ */
+export function compiledKeysetPaging<P extends object, TB extends keyof Database, O extends Row>(
+  build: PagedBuild<P, TB, O>,
+  columns: { id: string; createdAt: string; key: RawBuilder<string> },
+): (db: Db, params: P, page: PageRequest) => Promise<Page<O>> {
+  /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
+  const id = columns.id as any;
+  const createdAt = columns.createdAt as any;
+  const key = columns.key;
+  const keyOf = compileOnce((db, p: { list: P; cursor: string }, dialect) =>
+    build(db, p.list, dialect).clearSelect().select(key.as('sort_key')).where(id, '=', p.cursor),
+  );
+  interface PageParams {
+    list: P;
+    createdAfter: string | undefined;
+    createdBefore: string | undefined;
+    cursor: { key: string; id: string } | undefined;
+    ascending: boolean;
+    limit: number;
+  }
+  const rowsOf = compileOnce((db, p: PageParams, dialect) => {
+    let query = build(db, p.list, dialect);
+    if (p.createdAfter !== undefined) query = query.where(createdAt, '>', p.createdAfter);
+    if (p.createdBefore !== undefined) query = query.where(createdAt, '<', p.createdBefore);
+    if (p.cursor !== undefined) {
+      const past = p.ascending
+        ? sql<boolean>`(${key}, ${sql.ref(columns.id)}) > (${p.cursor.key}, ${p.cursor.id})`
+        : sql<boolean>`(${key}, ${sql.ref(columns.id)}) < (${p.cursor.key}, ${p.cursor.id})`;
+      query = query.where(past);
+    }
+    const direction = p.ascending ? 'asc' : 'desc';
+    return query.orderBy(key, direction).orderBy(id, direction).limit(p.limit);
+  });
+  /* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
+
+  return async (db, list, page) => {
+    const cursorId = page.after ?? page.before;
+    let cursor: PageParams['cursor'];
+    if (cursorId !== undefined) {
+      const found = (await keyOf.first(db, { list, cursor: cursorId }));
+      if (!found) throw invalidParam(page.after !== undefined ? '/query/after' : '/query/before', 'is not a cursor of this list');
+      cursor = { key: found.sort_key, id: cursorId };
     }
     const ascending = (page.order === 'asc') !== (page.before !== undefined);
     const rows = await rowsOf.all(db, { list, createdAfter: page.createdAfter, createdBefore: page.createdBefore, cursor, ascending, limit: page.limit + 1 });

@@ -28,6 +28,7 @@ import * as usage from './0026_usage.ts';
 import * as billing from './0027_billing.ts';
 import * as oauthTokenResource from './0028_oauth_token_resource.ts';
 import * as oauthServer from './0029_oauth_server.ts';
+import * as conversationActivity from './0030_conversation_activity.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -60,4 +61,5 @@ export const migrations: Record<string, Migration> = {
   '0027_billing': billing,
   '0028_oauth_token_resource': oauthTokenResource,
   '0029_oauth_server': oauthServer,
+  '0030_conversation_activity': conversationActivity,
 };

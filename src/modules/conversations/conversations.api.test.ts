@@ -97,6 +97,7 @@ describe('the /v1/conversations endpoints', () => {
         ['assignee=bob', '/query/assignee'],
         ['tag=VIP', '/query/tag'],
         ['window=soon', '/query/window'],
+        ['sort=newest', '/query/sort'],
         ['connection_id=ct_1', '/query/connection_id'],
         ['colour=blue', '/query/colour'],
       ]) {
@@ -479,5 +480,73 @@ describe('the /v1/conversations endpoints', () => {
       server.clock.set(closes);
       assert.ok(ids(await list('window=closed')).includes(fresh.id));
     });
+  });
+});
+
+// A server of its own: this moves the clock, which the query counts above must not see.
+describe('GET /v1/conversations?sort=recent', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  let key: string;
+  let strangersConversation: Conversation;
+  const suite = suiteScope();
+  before(async () => {
+    server = await startServer(suite);
+    owner = await signUp(server);
+    key = (await createKey(server, owner.token, { kind: 'organization', mode: 'live' })).key;
+    const stranger = await signUp(server, { organizationName: 'Elsewhere Ltd' });
+    const message = await inboundRow(server, await createConnection(server, stranger), { from: newCustomer() });
+    strangersConversation = { id: message.conversation_id } as Conversation;
+  });
+  const inbound = async (from: string, connection: Connection) => {
+    const message = await inboundRow(server, connection, { from });
+    return (await server.request('GET', `/v1/conversations/${message.conversation_id}`, { token: key })).body as Conversation;
+  };
+  const list = async (query: string): Promise<Conversation[]> => {
+    const response = await server.request('GET', `/v1/conversations?limit=100&${query}`, { token: key });
+    assert.equal(response.status, 200, response.text);
+    return response.body.data as Conversation[];
+  };
+  const ids = (conversations: Conversation[]) => conversations.map((conversation) => conversation.id);
+
+  it('sort=recent: the latest message first, ties by id, the same cursors both ways', async () => {
+    const connection = await createConnection(server, owner);
+    const customers = [newCustomer(), newCustomer(), newCustomer()];
+    const made: Conversation[] = [];
+    for (const customer of customers) {
+      made.push(await inbound(customer, connection));
+      server.clock.advance(60_000);
+    }
+    const recent = (query = '') => list(`connection_id=${connection.id}&sort=recent${query}`);
+    assert.deepEqual(ids(await recent()), [made[2]!.id, made[1]!.id, made[0]!.id]);
+    // The oldest conversation's customer writes again: it comes first; created order is unmoved.
+    await inbound(customers[0]!, connection);
+    assert.deepEqual(ids(await recent()), [made[0]!.id, made[2]!.id, made[1]!.id]);
+    assert.deepEqual(ids(await list(`connection_id=${connection.id}`)), [made[2]!.id, made[1]!.id, made[0]!.id]);
+    assert.deepEqual(ids(await recent('&order=asc')), [made[1]!.id, made[2]!.id, made[0]!.id]);
+    // Two at the same instant: the id breaks the tie, so a page boundary between them loses neither.
+    await inbound(customers[1]!, connection);
+    await inbound(customers[2]!, connection);
+    assert.deepEqual(ids(await recent()), [made[2]!.id, made[1]!.id, made[0]!.id]);
+    const walked: string[] = [];
+    let after: string | null = null;
+    do {
+      const page: { body: { data: Conversation[]; next_cursor: string | null } } = await server.request(
+        'GET',
+        `/v1/conversations?connection_id=${connection.id}&sort=recent&limit=1${after ? `&after=${after}` : ''}`,
+        { token: key },
+      );
+      walked.push(...ids(page.body.data));
+      after = page.body.next_cursor;
+    } while (after);
+    assert.deepEqual(walked, [made[2]!.id, made[1]!.id, made[0]!.id]);
+    const back = await server.request('GET', `/v1/conversations?connection_id=${connection.id}&sort=recent&limit=2&before=${made[0]!.id}`, { token: key });
+    assert.deepEqual(ids(back.body.data), [made[2]!.id, made[1]!.id]);
+    const foreign = assertError(
+      await server.request('GET', `/v1/conversations?sort=recent&after=${strangersConversation.id}`, { token: key }),
+      400,
+      'validation_failed',
+    );
+    assert.equal(foreign.param, '/query/after');
   });
 });

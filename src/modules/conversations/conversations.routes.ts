@@ -29,10 +29,10 @@ export function registerConversationsRoutes(app: HttpServer, service: Conversati
     config: { access: read },
     schema: { tags, summary: 'List conversations', querystring: ConversationListQuery, response: { 200: ConversationListSchema } },
     handler: async (request) => {
-      const { state, assignee, tag, connection_id: connectionId, contact_id: contactId, window, expand, ...list } = request.query;
+      const { state, assignee, tag, connection_id: connectionId, contact_id: contactId, window, sort, expand, ...list } = request.query;
       const principal = requirePrincipal(request);
       const relationNames = parseExpand(expand, CONVERSATION_RELATIONS);
-      const page = await service.list(principal, { state, assignee, tag, connectionId, contactId, window }, toPageRequest(list));
+      const page = await service.list(principal, { state, assignee, tag, connectionId, contactId, window }, toPageRequest(list), sort);
       return { ...page, data: await embedConversationRelations(principal, page.data, relationNames, relations) };
     },
   });

@@ -50,6 +50,12 @@ export const ConversationListQuery = ListQuery({
   connection_id: Type.Optional(Id('connection')),
   contact_id: Type.Optional(Id('contact')),
   window: Type.Optional(Type.Enum(['open', 'closed'] as const, { description: 'Whether the 24-hour customer service window is open now.' })),
+  sort: Type.Optional(
+    Type.Enum(['created', 'recent'] as const, {
+      description:
+        '`created` (the default): newest conversations first, like every list. `recent`: latest message first, as an inbox shows them (`order=asc` reverses either); the cursors are conversation ids in both.',
+    }),
+  ),
   expand: ExpandParameter(CONVERSATION_RELATIONS),
 });
 export type ConversationListInput = Static<typeof ConversationListQuery>;

@@ -21,7 +21,7 @@ import {
   type UpdateConversationInput,
 } from './conversations.schemas.ts';
 import type { ConnectionScope } from '../../db/connection-scope.ts';
-import type { ConversationChanges, ConversationsStore } from './conversations.store.ts';
+import type { ConversationSort, ConversationChanges, ConversationsStore } from './conversations.store.ts';
 
 /** The customer service window: free-form messages are allowed this long after the customer's last message. */
 export const WINDOW_MS = 24 * HOUR;
@@ -213,7 +213,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
     },
 
     /** A filter naming another organization's (or an invisible) object simply matches nothing. */
-    async list(principal: Principal, filters: ListConversationsFilters, page: PageRequest): Promise<Page<Conversation>> {
+    async list(principal: Principal, filters: ListConversationsFilters, page: PageRequest, sort: ConversationSort = 'created'): Promise<Page<Conversation>> {
       const { assignee, window, ...rest } = filters;
       return mapPage(
         await store.list(
@@ -225,6 +225,7 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
             window: window === undefined ? undefined : { open: window === 'open', since: new Date(clock.now().getTime() - WINDOW_MS).toISOString() },
           },
           page,
+          sort,
         ),
         toConversation,
       );

@@ -1,10 +1,14 @@
 import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { scopeParams, visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
-import { compiledPaging, type PageRequest } from '../../db/pagination.ts';
+import { sql } from 'kysely';
+import { compiledKeysetPaging, compiledPaging, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 
 export type ConversationChanges = Partial<Omit<ConversationsTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>;
+
+/** `created`: newest conversations first (every list's order); `recent`: latest message first. */
+export type ConversationSort = 'created' | 'recent';
 
 export interface ConversationFilters {
   state?: string | undefined;
@@ -68,31 +72,39 @@ interface ListParams {
   windowOpen: boolean | undefined;
   windowSince: string | undefined;
 }
-const listPage = compiledPaging(
-  (db, p: ListParams) => {
-    let query = visible(db, p.scope);
-    if (p.state !== undefined) query = query.where('conversations.state', '=', p.state);
-    if (p.assigneeId !== undefined) query = query.where('conversations.assignee_id', p.assigneeId === null ? 'is' : '=', p.assigneeId);
-    if (p.connectionId !== undefined) query = query.where('conversations.connection_id', '=', p.connectionId);
-    if (p.contactId !== undefined) query = query.where('conversations.contact_id', '=', p.contactId);
-    if (p.tag !== undefined) {
-      const tagged = db
-        .selectFrom('conversation_tags')
-        .select('conversation_tags.conversation_id')
-        .where('conversation_tags.organization_id', '=', p.scope.organizationId)
-        .where('conversation_tags.tag', '=', p.tag);
-      query = query.where('conversations.id', 'in', tagged);
-    }
-    const since = p.windowSince;
-    if (p.windowOpen !== undefined && since !== undefined) {
-      query = p.windowOpen
-        ? query.where('conversations.last_inbound_at', '>', since)
-        : query.where((eb) => eb.or([eb('conversations.last_inbound_at', 'is', null), eb('conversations.last_inbound_at', '<=', since)]));
-    }
-    return query;
-  },
-  { id: 'conversations.id', createdAt: 'conversations.created_at' },
-);
+function listQuery(db: Db, p: ListParams) {
+  let query = visible(db, p.scope);
+  if (p.state !== undefined) query = query.where('conversations.state', '=', p.state);
+  if (p.assigneeId !== undefined) query = query.where('conversations.assignee_id', p.assigneeId === null ? 'is' : '=', p.assigneeId);
+  if (p.connectionId !== undefined) query = query.where('conversations.connection_id', '=', p.connectionId);
+  if (p.contactId !== undefined) query = query.where('conversations.contact_id', '=', p.contactId);
+  if (p.tag !== undefined) {
+    const tagged = db
+      .selectFrom('conversation_tags')
+      .select('conversation_tags.conversation_id')
+      .where('conversation_tags.organization_id', '=', p.scope.organizationId)
+      .where('conversation_tags.tag', '=', p.tag);
+    query = query.where('conversations.id', 'in', tagged);
+  }
+  const since = p.windowSince;
+  if (p.windowOpen !== undefined && since !== undefined) {
+    query = p.windowOpen
+      ? query.where('conversations.last_inbound_at', '>', since)
+      : query.where((eb) => eb.or([eb('conversations.last_inbound_at', 'is', null), eb('conversations.last_inbound_at', '<=', since)]));
+  }
+  return query;
+}
+const listPage = compiledPaging(listQuery, { id: 'conversations.id', createdAt: 'conversations.created_at' });
+/**
+ * `sort=recent`, the inbox's order: latest activity first. A conversation holding only imported
+ * history has no `last_message_at` and takes its creation time (the index
+ * `conversations_activity` serves both).
+ */
+const listRecentPage = compiledKeysetPaging(listQuery, {
+  id: 'conversations.id',
+  createdAt: 'conversations.created_at',
+  key: sql<string>`coalesce(conversations.last_message_at, conversations.created_at)`,
+});
 
 export function createConversationsStore() {
   return {
@@ -128,9 +140,9 @@ export function createConversationsStore() {
     async update(db: Db, id: string, changes: ConversationChanges): Promise<void> {
       await updateRow.run(db, { id, changes });
     },
-    list(db: Db, scope: ConnectionScope, filters: ConversationFilters, page: PageRequest) {
+    list(db: Db, scope: ConnectionScope, filters: ConversationFilters, page: PageRequest, sort: ConversationSort = 'created') {
       const { state, assigneeId, connectionId, contactId, tag, window } = filters;
-      return listPage(
+      return (sort === 'recent' ? listRecentPage : listPage)(
         db,
         { scope: scopeParams(scope), state, assigneeId, connectionId, contactId, tag, windowOpen: window?.open, windowSince: window?.since },
         page,
