@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyReply } from 'fastify';
@@ -70,7 +70,7 @@ export function registerDashboardRoutes(app: HttpServer, directory: string): voi
         if (!file.startsWith('assets/')) return page(request, reply);
         if (!built()) throw notBuilt();
         const asset = path.resolve(root, file);
-        if (!asset.startsWith(root + path.sep) || !existsSync(asset)) {
+        if (!asset.startsWith(root + path.sep) || !statSync(asset, { throwIfNoEntry: false })?.isFile()) {
           throw new AppError('route_not_found', `No dashboard asset ${file}: reload the page to get the current build.`);
         }
         return secure(reply).header('cache-control', IMMUTABLE).sendFile(path.relative(root, asset));
