@@ -109,6 +109,45 @@ describe('dashboard sessions', () => {
   );
 
   it(
+    'keeps two tabs signed in through renewals: one renews, the other takes the new token',
+    browserTest(async (t) => {
+      const { server, browser } = await setup;
+      const owner = await signUp(server);
+      const { page: first, newTab } = await openDashboard(t, browser, server);
+      await signIn(first, owner);
+      // The second tab opens the session from the cookie, which rotates it and ends the first tab's
+      // token at once: the first tab must have been handed the new one.
+      const second = await newTab();
+      await second.goto('/dashboard/connections');
+      await second.getByRole('heading', { name: 'Numbers' }).waitFor();
+      await first.getByRole('link', { name: 'Connections' }).click();
+      await first.getByRole('heading', { name: 'Numbers' }).waitFor();
+
+      // Past the token's 15 minutes on the server's clock: each tab's next call is refused (401),
+      // renewed once, and retried with the same idempotency key. The first tab renews; the second
+      // is handed the new token (a renewal of its own would replay a rotated refresh token).
+      server.clock.advance(16 * 60_000);
+      const renewals: number[] = [];
+      for (const tab of [first, second]) tab.on('response', (response) => void (response.url().endsWith('/auth/refresh') && renewals.push(response.status())));
+      for (const [tab, name] of [
+        [first, 'After expiry, first tab'],
+        [second, 'After expiry, second tab'],
+      ] as const) {
+        await tab.getByLabel('Connection name').fill(name);
+        await tab.getByRole('button', { name: 'Connect number' }).click();
+        await tab.getByRole('row', { name: new RegExp(name) }).waitFor();
+      }
+      assert.deepEqual(renewals, [200], 'one renewal, by the first tab');
+      const listed = await server.request('GET', '/v1/connections', {
+        token: (await server.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } })).body.token,
+      });
+      assert.equal(listed.body.data.length, 2);
+      assert.equal(await first.getByRole('heading', { name: 'Sign in' }).count(), 0);
+      assert.equal(await second.getByRole('heading', { name: 'Sign in' }).count(), 0);
+    }),
+  );
+
+  it(
     'offers a viewer no way to connect a number, and the API refuses one anyway',
     browserTest(async (t) => {
       const { server, browser } = await setup;
