@@ -128,3 +128,31 @@ export async function signIn(page: Page, member: { email: string; password: stri
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Inbox' }).waitFor();
 }
+
+/**
+ * Every control on the page has an accessible name (a label, aria-label, aria-labelledby, or text
+ * for a button or link), and can take keyboard focus: the dashboard's quality bar, checked on each
+ * page a test visits rather than by a reviewer's eye. Answers the controls that fail.
+ */
+export async function unlabelledControls(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const failures: string[] = [];
+    const controls = document.querySelectorAll<HTMLElement>(
+      'button, a[href], input:not([type="hidden"]), select, textarea, [role="button"], [role="option"], [tabindex]',
+    );
+    for (const control of controls) {
+      if (control.closest('[aria-hidden="true"]') || control.getAttribute('tabindex') === '-1') continue;
+      const labelled =
+        Boolean(control.getAttribute('aria-label')?.trim()) ||
+        Boolean(control.getAttribute('aria-labelledby')) ||
+        ((control instanceof HTMLInputElement || control instanceof HTMLSelectElement || control instanceof HTMLTextAreaElement) &&
+          (control.labels?.length ?? 0) > 0) ||
+        (!(control instanceof HTMLInputElement || control instanceof HTMLSelectElement || control instanceof HTMLTextAreaElement) &&
+          Boolean(control.textContent?.trim())) ||
+        Boolean(control.getAttribute('title')?.trim());
+      const focusable = control.tabIndex >= 0 && !(control as HTMLButtonElement).disabled;
+      if (!labelled || (!focusable && !(control as HTMLButtonElement).disabled)) failures.push(control.outerHTML.slice(0, 160));
+    }
+    return failures;
+  });
+}

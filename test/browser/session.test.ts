@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { suiteScope } from '../harness.ts';
 import { addMember, signUp } from '../factories.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer } from './browser.ts';
+import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
 
 describe('dashboard sessions', () => {
   const scope = suiteScope();
@@ -24,6 +24,7 @@ describe('dashboard sessions', () => {
       await page.goto('/dashboard/');
       // No session yet: the guard sends the visitor to sign-in, which links to sign-up.
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      assert.deepEqual(await unlabelledControls(page), []);
       await page.getByRole('link', { name: 'Create an organization' }).click();
       await page.getByLabel('Your name').fill('Grace Owner');
       await page.getByLabel('Organization name').fill('Browser Co');
@@ -103,6 +104,7 @@ describe('dashboard sessions', () => {
       await page.getByLabel("Customer's message").fill('Is my parcel on its way?');
       await page.getByRole('button', { name: 'Send as customer' }).click();
       await page.getByText('Delivered to the service.').waitFor();
+      assert.deepEqual(await unlabelledControls(page), [], 'every control of the connections page is labelled and focusable');
       const contacts = await server.request('GET', '/v1/contacts', { token: owner.token });
       assert.equal(contacts.body.data.length, 1);
     }),
