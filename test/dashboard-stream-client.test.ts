@@ -12,7 +12,7 @@ import { startEventStream, type EventStreamOptions, type LiveStatus } from '../w
 describe('dashboard stream client: parsing', () => {
   it('reads blocks whatever the chunking: CRLF split across chunks, comments, multi-line data, retry', () => {
     const text =
-      ': heartbeat\r\n\r\nretry: 1500\r\n\r\nid: evt_1\r\nevent: message.received\r\ndata: {"a":\r\ndata: 1}\r\n\r\nevent: stream.expired\ndata: {}\n\n';
+      ': heartbeat\r\n\r\nretry: 1500\r\n\r\nid: evt_1\r\nevent: message.received\r\ndata: {"a":\r\ndata: 1}\r\n\r\nevent: stream.expired\ndata: {}\n\nid: evt_2\n\n';
     const whole = createSseParser().push(text);
     for (let size = 1; size <= text.length; size++) {
       const parser = createSseParser();
@@ -24,6 +24,7 @@ describe('dashboard stream client: parsing', () => {
       { retry: 1500 },
       { message: { id: 'evt_1', event: 'message.received', data: '{"a":\n1}' } },
       { message: { id: undefined, event: 'stream.expired', data: '{}' } },
+      { id: 'evt_2' },
     ]);
   });
 });

@@ -5,16 +5,20 @@
  * thread reloaded, and the filters narrowing the list.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { Page, Route } from 'playwright-core';
 import { suiteScope, type TestServer } from '../harness.ts';
-import { addMember, createConnection, inbound, newCustomer, settle, signUp } from '../factories.ts';
+import { addMember, createConnection, defineTemplate, inbound, newCustomer, settle, signUp } from '../factories.ts';
 import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
 
 /** A customer writes `text` from `from`, through the sandbox and the provider's webhook, settled. */
 async function customerWrites(server: TestServer, connection: { phone_number_id: string }, from: string, text: string) {
   return inbound(server, connection, { from, text });
 }
+
+/** A 1×1 PNG: a photo the browser can decode. */
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 function rows(page: Page) {
   return page.getByRole('listbox', { name: 'Conversations' }).getByRole('option');
@@ -135,6 +139,9 @@ describe('inbox, live', () => {
       await page.goto(`/dashboard/inbox/${first.conversation_id}`);
       await message(page, 'Before the expiry').waitFor();
       await waitLive(page);
+      // One event received live: the stream has a resume point.
+      await customerWrites(server, connection, from, 'Seen live');
+      await message(page, 'Seen live').waitFor();
 
       // The next connection is held until a message has been written while no stream was open.
       let release: () => void = () => undefined;
@@ -240,6 +247,65 @@ describe('inbox, live', () => {
       await api('POST', `/v1/conversations/${mine.conversation_id}/tags`, { tags: ['vip'] });
       await row(page, /Assigned to me/).waitFor();
       assert.equal(await rows(page).count(), 2);
+      // And one that no longer matches leaves it.
+      await server.request('DELETE', `/v1/conversations/${tagged.conversation_id}/tags/vip`, { token: owner.token });
+      await row(page, /Tagged vip/).waitFor({ state: 'detached' });
+      assert.equal(await rows(page).count(), 1);
+    }),
+  );
+
+  it(
+    "shows a thread's photos, templates, replies and reactions, and the window closing",
+    browserTest(async (t) => {
+      const { server, browser } = await setup;
+      const owner = await signUp(server);
+      const connection = await createConnection(server, owner);
+      const from = newCustomer();
+      const question = await customerWrites(server, connection, from, 'Which colour is it?');
+      const sent = await reply(server, owner.token, question.contact_id, connection.id, 'It is red.');
+      const providerId = await providerMessageId(server, owner.token, sent.id);
+      await inbound(server, connection, { from, type: 'image', image: { mime_type: 'image/png', content_base64: PNG, caption: 'Like this one?' } });
+      await inbound(server, connection, { from, text: 'Perfect, thanks', context: { message_id: providerId } });
+      await inbound(server, connection, { from, type: 'reaction', reaction: { message_id: providerId, emoji: '👍' } });
+      await defineTemplate(server, owner.token, connection, { name: 'order_update', category: 'utility', text: 'Order {{1}} shipped', examples: ['A-1'] });
+      const template = await server.request('POST', '/v1/messages', {
+        token: owner.token,
+        headers: { 'idempotency-key': randomUUID() },
+        body: {
+          connection_id: connection.id,
+          contact_id: question.contact_id,
+          type: 'template',
+          template: { name: 'order_update', language: 'en_US', body: ['A-1'] },
+        },
+      });
+      assert.equal(template.status, 201, template.text);
+      await settle(server);
+
+      const { page } = await openDashboard(t, browser, server);
+      await signIn(page, owner);
+      await page.goto(`/dashboard/inbox/${question.conversation_id}`);
+      // The photo is fetched with the bearer into a blob: URL, and decodes.
+      const photo = page.getByRole('img', { name: 'Like this one?' });
+      await photo.waitFor();
+      assert.match((await photo.getAttribute('src')) ?? '', /^blob:/);
+      assert.ok(await photo.evaluate((image: any) => image.decode().then(() => image.naturalWidth > 0)));
+      const answer = message(page, 'Perfect, thanks');
+      assert.equal(await answer.getByTestId('reply-quote').textContent(), 'It is red.');
+      assert.equal(await message(page, 'It is red.').getByRole('list', { name: 'Reactions' }).textContent(), '👍');
+      await message(page, 'order_update').waitFor();
+      assert.match((await message(page, 'order_update').textContent()) ?? '', /Template.*order_update.*A-1/);
+      // Reactions are shown on their message, not as messages of their own.
+      assert.equal(await page.getByTestId('message').count(), 5);
+      assert.equal(await page.getByTestId('window-status').getAttribute('data-state'), 'open');
+      assert.deepEqual(await unlabelledControls(page), []);
+
+      // The customer's last message 25 hours back: the window is closed, and the thread says what that means.
+      const dayAgo = new Date(Date.now() - 25 * 3600_000).toISOString();
+      await server.app.store.db.updateTable('conversations').set({ last_inbound_at: dayAgo }).where('id', '=', question.conversation_id).execute();
+      await page.reload();
+      const window = page.getByTestId('window-status');
+      await window.and(page.locator('[data-state="closed"]')).waitFor();
+      assert.match((await window.textContent()) ?? '', /closed.*only templates can be sent/);
     }),
   );
 
@@ -281,6 +347,7 @@ async function sandboxBehaviour(server: TestServer, behaviour: Record<string, un
 async function reply(server: TestServer, token: string, contactId: string, connectionId: string, text: string): Promise<{ id: string }> {
   const response = await server.request('POST', '/v1/messages', {
     token,
+    headers: { 'idempotency-key': randomUUID() },
     body: { connection_id: connectionId, contact_id: contactId, type: 'text', text: { body: text } },
   });
   assert.equal(response.status, 201, response.text);

@@ -90,9 +90,13 @@ export function withMessage(conversation: Conversation, message: Message): Conve
   return next;
 }
 
-/** `next` over `known`, keeping the expansions `next` does not carry. */
+/**
+ * `next` over `known`, keeping the expansions `next` does not carry; a `next` older than `known`
+ * (a fetch that left before an event and answered after it) changes nothing but what it adds.
+ */
 function merge(known: Conversation | undefined, next: Conversation): Conversation {
   if (!known) return next;
+  if (known.updated_at > next.updated_at) return { ...known, contact: known.contact ?? next.contact, last_message: known.last_message ?? next.last_message };
   const merged = { ...known, ...next };
   if (next.contact === undefined) merged.contact = known.contact;
   if (next.last_message === undefined) merged.last_message = known.last_message;
@@ -150,10 +154,12 @@ function place(data: Pages<Conversation>, next: Conversation, filters: Conversat
  * not hold when the conversation carries its contact (`expand=contact`): the row shows who it is.
  */
 export function upsertConversation(queryClient: QueryClient, conversation: Conversation): void {
-  queryClient.setQueryData<Conversation>(queryKeys.conversation(conversation.id), (known) => (known ? merge(known, conversation) : undefined));
+  // The expansions any copy holds travel with it into the lists that did not hold it.
+  const full = merge(findConversation(queryClient, conversation.id), conversation);
+  queryClient.setQueryData<Conversation>(queryKeys.conversation(conversation.id), (known) => (known ? merge(known, full) : undefined));
   for (const [key] of listQueries(queryClient)) {
     const filters = (key[1] ?? {}) as ConversationFilters;
-    queryClient.setQueryData<Pages<Conversation>>(key, (data) => (data ? place(data, conversation, filters) : data));
+    queryClient.setQueryData<Pages<Conversation>>(key, (data) => (data ? place(data, full, filters) : data));
   }
 }
 

@@ -13,6 +13,19 @@ import {
 import { queryKeys } from '../api/keys.ts';
 import type { EventEnvelope } from '../api/types.ts';
 
+/** The first element of the query keys whose data the events below keep current. */
+const LIVE_KEYS = new Set<string>(
+  [
+    queryKeys.connections,
+    queryKeys.conversations,
+    queryKeys.conversation(''),
+    queryKeys.messages(''),
+    queryKeys.lock(''),
+    queryKeys.notes(''),
+    queryKeys.templates(''),
+  ].map((key) => key[0]),
+);
+
 /**
  * Applies the live stream's events to the query cache, so every page shows what changed without
  * asking: messages into their thread and their conversation's row, conversations into the lists
@@ -46,11 +59,16 @@ export function createDispatcher(queryClient: QueryClient, fetchConversation: (i
     })();
   }
 
+  /** Whether any list of conversations is held: otherwise a conversation not held has nowhere to go. */
+  function listsShown(): boolean {
+    return queryClient.getQueryCache().findAll({ queryKey: queryKeys.conversations }).length > 0;
+  }
+
   function conversationChanged(conversation: Conversation): void {
     // A list takes in only a conversation whose contact it can show: without one here, fetch it.
     const known = findConversation(queryClient, conversation.id);
     if (known?.contact !== undefined) upsertConversation(queryClient, conversation);
-    else refresh(conversation.id);
+    else if (known || listsShown()) refresh(conversation.id);
   }
 
   return {
@@ -59,12 +77,16 @@ export function createDispatcher(queryClient: QueryClient, fetchConversation: (i
       switch (event.type) {
         case 'message.received':
         case 'message.sent':
-        case 'message.echo':
-        case 'message.status': {
+        case 'message.echo': {
+          // A new message brings its conversation to the top of the lists: one not held yet is fetched.
           const message = object as unknown as Message;
-          if (!upsertMessage(queryClient, message)) refresh(message.conversation_id);
+          if (!upsertMessage(queryClient, message) && listsShown()) refresh(message.conversation_id);
           return;
         }
+        case 'message.status':
+          // A status moves no conversation in the order: one not held stays where the lists have not reached.
+          upsertMessage(queryClient, object as unknown as Message);
+          return;
         case 'conversation.created':
         case 'conversation.updated':
         case 'conversation.window_expiring':
@@ -94,13 +116,16 @@ export function createDispatcher(queryClient: QueryClient, fetchConversation: (i
     },
 
     /**
-     * What was loaded before `before` may have missed events (a first connection, or a resume the
-     * server could not honour): refetched where shown, marked stale elsewhere. A query still loading
-     * for the first time is left alone: restarting it would only delay the page.
+     * What the events keep current, loaded before `before`, may have missed some (a first
+     * connection, or a resume the server could not honour): refetched where shown, marked stale
+     * elsewhere. A query still loading for the first time is left alone: restarting it would only
+     * delay the page. What no event changes (the members) is not fetched again.
      */
     stale(before: number): void {
       void queryClient.invalidateQueries(
-        { predicate: (query) => query.state.dataUpdatedAt > 0 && query.state.dataUpdatedAt < before },
+        {
+          predicate: (query) => LIVE_KEYS.has(String(query.queryKey[0])) && query.state.dataUpdatedAt > 0 && query.state.dataUpdatedAt < before,
+        },
         { cancelRefetch: false },
       );
     },

@@ -13,6 +13,11 @@ export interface SseMessage {
 
 export interface SseBlock {
   message?: SseMessage;
+  /**
+   * An `id` field in a block without data: no event, but the stream's last event id all the same
+   * (the standard's rule), so a server can give a resume point before any event.
+   */
+  id?: string;
   /** A `retry:` field: the reconnection delay the server asks for, in milliseconds. */
   retry?: number;
 }
@@ -29,8 +34,9 @@ export function createSseParser() {
     if (text === '') {
       const block: SseBlock = {};
       if (data.length > 0) block.message = { id, event: event || 'message', data: data.join('\n') };
+      else if (id !== undefined) block.id = id;
       if (retry !== undefined) block.retry = retry;
-      if (block.message || block.retry !== undefined) out.push(block);
+      if (block.message || block.id !== undefined || block.retry !== undefined) out.push(block);
       id = undefined;
       event = '';
       data = [];

@@ -110,6 +110,8 @@ export function startEventStream(options: EventStreamOptions): { stop(): void } 
         }
         return 'retry_later';
       }
+      // Without a resume point (a first connection, or none received yet) the stream starts from
+      // now: whatever was loaded before may have missed events.
       const firstConnection = lastEventId === undefined;
       failures = 0;
       setStatus('live');
@@ -118,6 +120,7 @@ export function startEventStream(options: EventStreamOptions): { stop(): void } 
       let ending: 'renew' | 'reconnect' = 'reconnect';
       for await (const block of readSse(response.body, heard)) {
         if (block.retry !== undefined) retryMs = block.retry;
+        if (block.id) lastEventId = block.id;
         const message = block.message;
         if (!message) continue;
         if (message.event === NOTICE.expired) ending = 'renew';

@@ -1,5 +1,5 @@
 import { useNavigate } from '@tanstack/react-router';
-import { useId, useState, type FormEvent } from 'react';
+import { useEffect, useId, useState, type FormEvent } from 'react';
 import { useMembers } from '../../api/inbox.ts';
 import { usePermissions, useSignedIn } from '../../auth/SessionContext.tsx';
 import type { InboxSearch } from './routes.tsx';
@@ -20,6 +20,8 @@ export function InboxFilters({ search }: { search: InboxSearch }) {
   const id = useId();
   const [tag, setTag] = useState(search.tag ?? '');
   const [tagError, setTagError] = useState<string | null>(null);
+  // The URL changed under the field (back, forward, a link): the field follows.
+  useEffect(() => setTag(search.tag ?? ''), [search.tag]);
 
   const set = (changes: Partial<InboxSearch>) =>
     void navigate({

@@ -105,6 +105,15 @@ function hostOf(link: string): string {
 }
 const text = (content: Content | undefined, key: string) => (typeof content?.[key] === 'string' ? content[key] : undefined);
 
+/** The values a template was sent with: a list (of strings or `{text}`), or named values. */
+function templateValues(body: unknown): string[] {
+  const value = (item: unknown) =>
+    typeof item === 'string' ? item : item && typeof item === 'object' && 'text' in item && typeof item.text === 'string' ? item.text : undefined;
+  if (Array.isArray(body)) return body.map(value).filter((item) => item !== undefined);
+  if (body && typeof body === 'object') return Object.entries(body).map(([name, item]) => `${name}: ${value(item) ?? ''}`);
+  return [];
+}
+
 function MessageContent({ message }: { message: Message }) {
   const content = contentOf(message);
   switch (message.type) {
@@ -116,13 +125,18 @@ function MessageContent({ message }: { message: Message }) {
     case 'audio':
     case 'document':
       return <MediaContent type={message.type} content={content} />;
-    case 'template':
+    case 'template': {
+      const values = templateValues(content?.body);
       return (
-        <p className={styles.text}>
-          <span className={styles.badge}>Template</span> {text(content, 'name') ?? 'unnamed'}
-          {text(content, 'language') && <span className={styles.muted}> · {text(content, 'language')}</span>}
-        </p>
+        <div>
+          <p className={styles.text}>
+            <span className={styles.badge}>Template</span> {text(content, 'name') ?? 'unnamed'}
+            {text(content, 'language') && <span className={styles.muted}> · {text(content, 'language')}</span>}
+          </p>
+          {values.length > 0 && <p className={styles.muted}>With: {values.join(', ')}</p>}
+        </div>
       );
+    }
     case 'interactive': {
       const action = content?.action as { buttons?: { reply?: { title?: string } }[]; button?: string } | undefined;
       const buttons = action?.buttons?.map((button) => button.reply?.title).filter(Boolean) ?? [];

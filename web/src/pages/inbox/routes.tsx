@@ -77,7 +77,8 @@ export function ConversationPane({ conversationId }: { conversationId: string })
   const c = conversation.data;
   if (!c) return <Loading />;
   return (
-    <div className={styles.conversation}>
+    // Keyed: another conversation starts its thread afresh (its scroll position, what it has seen).
+    <div className={styles.conversation} key={c.id}>
       <section className={styles.threadColumn} aria-labelledby="conversation-title">
         <ConversationHeader conversation={c} />
         <ThreadView conversation={c} />
