@@ -1,0 +1,18 @@
+/**
+ * The tag rule of the API (TAG_PATTERN and MAX_TAGS in src/modules/conversations/conversations.schemas.ts),
+ * repeated here because the dashboard imports only types from the server; a test compares the two.
+ * The API checks every tag again: this only saves a round trip and says why at once.
+ */
+export const TAG_PATTERN = '^[a-z0-9_:-]{1,50}$';
+export const MAX_TAGS = 20;
+
+const tag = new RegExp(TAG_PATTERN);
+
+/** Why a tag cannot be added to a conversation that has `existing`, or null when it can. */
+export function tagProblem(candidate: string, existing: readonly string[]): string | null {
+  if (candidate === '') return 'Type a tag first.';
+  if (!tag.test(candidate)) return 'A tag is 1 to 50 lowercase letters, digits, “-”, “_” or “:” (like billing:late).';
+  if (existing.includes(candidate)) return 'The conversation has this tag already.';
+  if (existing.length >= MAX_TAGS) return `A conversation has at most ${MAX_TAGS} tags: remove one first.`;
+  return null;
+}
