@@ -11,8 +11,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { MAX_TAGS as API_MAX_TAGS, TAG_PATTERN as API_TAG_PATTERN } from '../../src/modules/conversations/conversations.schemas.ts';
-import { MAX_TAGS, TAG_PATTERN } from '../../web/src/pages/inbox/compose/tags.ts';
 import { addMember, createConnection, defineTemplate, inbound, settle, signUp, type SignedUp } from '../factories.ts';
 import { suiteScope, type TestServer } from '../harness.ts';
 import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
@@ -49,11 +47,6 @@ describe('inbox: replying and working on a conversation', () => {
     assert.equal(listed.status, 200, listed.text);
     return listed.body.data as { id: string; direction: string; type: string; text?: { body: string }; context: { reply_to: string | null } | null }[];
   }
-
-  it('keeps its copy of the tag rule the same as the API’s', () => {
-    assert.equal(TAG_PATTERN, API_TAG_PATTERN);
-    assert.equal(MAX_TAGS, API_MAX_TAGS);
-  });
 
   it(
     'replies to a customer’s message from the composer, quoting it, and reacts to it',
