@@ -135,24 +135,25 @@ export async function signIn(page: Page, member: { email: string; password: stri
  * page a test visits rather than by a reviewer's eye. Answers the controls that fail.
  */
 export async function unlabelledControls(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const failures: string[] = [];
-    const controls = document.querySelectorAll<HTMLElement>(
-      'button, a[href], input:not([type="hidden"]), select, textarea, [role="button"], [role="option"], [tabindex]',
-    );
-    for (const control of controls) {
-      if (control.closest('[aria-hidden="true"]') || control.getAttribute('tabindex') === '-1') continue;
-      const labelled =
-        Boolean(control.getAttribute('aria-label')?.trim()) ||
-        Boolean(control.getAttribute('aria-labelledby')) ||
-        ((control instanceof HTMLInputElement || control instanceof HTMLSelectElement || control instanceof HTMLTextAreaElement) &&
-          (control.labels?.length ?? 0) > 0) ||
-        (!(control instanceof HTMLInputElement || control instanceof HTMLSelectElement || control instanceof HTMLTextAreaElement) &&
-          Boolean(control.textContent?.trim())) ||
-        Boolean(control.getAttribute('title')?.trim());
-      const focusable = control.tabIndex >= 0 && !(control as HTMLButtonElement).disabled;
-      if (!labelled || (!focusable && !(control as HTMLButtonElement).disabled)) failures.push(control.outerHTML.slice(0, 160));
-    }
-    return failures;
-  });
+  return page.evaluate<string[]>(UNLABELLED_CONTROLS);
 }
+
+// Runs in the page, so it is JavaScript in a string: the test project has no DOM types (adding them
+// would change how Node's own types read everywhere else).
+const UNLABELLED_CONTROLS = `(() => {
+  const fields = (el) => el instanceof HTMLInputElement || el instanceof HTMLSelectElement || el instanceof HTMLTextAreaElement;
+  const failures = [];
+  const controls = document.querySelectorAll('button, a[href], input:not([type="hidden"]), select, textarea, [role="button"], [role="option"], [tabindex]');
+  for (const control of controls) {
+    if (control.closest('[aria-hidden="true"]') || control.getAttribute('tabindex') === '-1') continue;
+    const labelled =
+      Boolean(control.getAttribute('aria-label')?.trim()) ||
+      Boolean(control.getAttribute('aria-labelledby')) ||
+      (fields(control) && (control.labels?.length ?? 0) > 0) ||
+      (!fields(control) && Boolean(control.textContent?.trim())) ||
+      Boolean(control.getAttribute('title')?.trim());
+    const focusable = control.tabIndex >= 0 || control.disabled;
+    if (!labelled || !focusable) failures.push(control.outerHTML.slice(0, 160));
+  }
+  return failures;
+})()`;

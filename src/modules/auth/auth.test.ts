@@ -129,9 +129,9 @@ describe('auth: sign-up, login, refresh, logout', () => {
     it('a role change takes effect on the member’s very next request', async () => {
       const owner = await signUp(server);
       const admin = await addMember(server, owner.organizationId, 'admin');
-      assert.equal((await server.request('GET', '/v1/members', { token: admin.token })).status, 200);
+      assert.equal((await server.request('GET', '/v1/invites', { token: admin.token })).status, 200);
       await setRole(server, owner.organizationId, admin.memberId, 'viewer');
-      assertError(await server.request('GET', '/v1/members', { token: admin.token }), 403, 'role_insufficient');
+      assertError(await server.request('GET', '/v1/invites', { token: admin.token }), 403, 'role_insufficient');
       const identity = await server.request('GET', '/v1/identity', { token: admin.token });
       assert.equal(identity.body.member.role, 'viewer');
       assert.ok(!identity.body.scopes.includes('keys:write'));
@@ -141,9 +141,9 @@ describe('auth: sign-up, login, refresh, logout', () => {
       const other = await startServer(t, { shareStore: server.testStore, clock: server.clock });
       const owner = await signUp(server);
       const admin = await addMember(server, owner.organizationId, 'admin');
-      assert.equal((await other.request('GET', '/v1/members', { token: admin.token })).status, 200);
+      assert.equal((await other.request('GET', '/v1/invites', { token: admin.token })).status, 200);
       await setRole(server, owner.organizationId, admin.memberId, 'agent');
-      assertError(await other.request('GET', '/v1/members', { token: admin.token }), 403, 'role_insufficient');
+      assertError(await other.request('GET', '/v1/invites', { token: admin.token }), 403, 'role_insufficient');
       assert.equal((await other.request('GET', '/v1/identity', { token: admin.token })).status, 200);
       assert.equal((await server.request('DELETE', `/v1/members/${admin.memberId}`, { token: owner.token })).status, 200);
       assertError(await other.request('GET', '/v1/identity', { token: admin.token }), 401, 'credential_revoked');

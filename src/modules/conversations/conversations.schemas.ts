@@ -2,6 +2,7 @@ import Type, { type Static } from 'typebox';
 import { ExpandParameter, Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
 import { ContactSchema } from '../contacts/contacts.schemas.ts';
 import { MessageSchema } from '../messages/messages.schemas.ts';
+import { MAX_TAGS, TAG_PATTERN } from './tags.schemas.ts';
 
 export const CONVERSATION_STATES = ['open', 'pending', 'closed'] as const;
 export type ConversationState = (typeof CONVERSATION_STATES)[number];
@@ -12,8 +13,7 @@ export type ConversationControl = (typeof CONVERSATION_CONTROLS)[number];
 
 export const CONVERSATION_RELATIONS = ['contact', 'last_message'] as const;
 
-export const TAG_PATTERN = '^[a-z0-9_:-]{1,50}$';
-export const MAX_TAGS = 20;
+export { MAX_TAGS, TAG_PATTERN };
 
 const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 50, description: '1 to 50 characters: lowercase letters, digits, `-`, `_` and `:`.' });
 

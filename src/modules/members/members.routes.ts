@@ -5,7 +5,11 @@ import type { HttpServer } from '../../http/server.ts';
 import { MemberListQuery, MemberListSchema, MemberSchema, TransferOwnershipBody, UpdateMemberBody } from './members.schemas.ts';
 import type { MembersService } from './members.service.ts';
 
-/** Membership is managed in the dashboard by owners and admins. */
+/**
+ * Every member sees who else is in the organization (the inbox names assignees and lock holders to
+ * agents and viewers too); membership is managed by owners and admins.
+ */
+const readAccess: Access = { scope: null, credentials: ['dashboard_token'] };
 const access: Access = { scope: null, credentials: ['dashboard_token'], roles: ['owner', 'admin'] };
 /** Anyone may leave; whom else a member may remove is the service's rule (only those they outrank). */
 const removeAccess: Access = { scope: null, credentials: ['dashboard_token'] };
@@ -13,7 +17,7 @@ const ownerAccess: Access = { scope: null, credentials: ['dashboard_token'], rol
 
 export function registerMembersRoutes(app: HttpServer, service: MembersService): void {
   app.get('/v1/members', {
-    config: { access },
+    config: { access: readAccess },
     schema: { tags: ['Members'], summary: 'List members', querystring: MemberListQuery, response: { 200: MemberListSchema } },
     handler: async (request) => {
       const { role, ...list } = request.query;
@@ -22,7 +26,7 @@ export function registerMembersRoutes(app: HttpServer, service: MembersService):
   });
 
   app.get('/v1/members/:id', {
-    config: { access },
+    config: { access: readAccess },
     schema: { tags: ['Members'], summary: 'Get a member', params: PathId('member'), response: { 200: MemberSchema } },
     handler: async (request) => service.get(requirePrincipal(request).organizationId, request.params.id),
   });

@@ -28,11 +28,13 @@ describe('members: roles, removal, leaving and ownership', () => {
     it('the owner changes an admin to an agent: answered at once, taking effect on their next request, audited', async () => {
       const owner = await signUp(server);
       const admin = await addMember(server, owner.organizationId, 'admin');
-      assert.equal((await server.request('GET', '/v1/members', { token: admin.token })).status, 200);
+      assert.equal((await server.request('GET', '/v1/invites', { token: admin.token })).status, 200);
       const changed = await patch(owner.token, admin.memberId, { role: 'agent' });
       assert.equal(changed.status, 200, changed.text);
       assert.equal(changed.body.role, 'agent');
-      assertError(await server.request('GET', '/v1/members', { token: admin.token }), 403, 'role_insufficient');
+      assertError(await server.request('GET', '/v1/invites', { token: admin.token }), 403, 'role_insufficient');
+      // Seeing the organization's members is every member's, whatever the role.
+      assert.equal((await server.request('GET', '/v1/members', { token: admin.token })).status, 200);
       assert.equal((await server.request('GET', '/v1/identity', { token: admin.token })).body.member.role, 'agent');
       const entry = (await auditActions(owner.organizationId)).find((row) => row.action === 'member.role_changed');
       assert.deepEqual(entry, { action: 'member.role_changed', target: admin.memberId, data: { from: 'admin', to: 'agent' } });
