@@ -1,6 +1,5 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import type { Member } from '../../../src/modules/members/members.schemas.ts';
 import { useApi, useSession } from '../auth/SessionContext.tsx';
 import { ApiError, type ApiClient } from './client.ts';
 import { findConversation, upsertMessage, type Conversation, type ConversationFilters, type Message } from './inbox-cache.ts';
@@ -55,26 +54,6 @@ export function useMessages(conversationId: string) {
       }),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => (last.has_more ? last.next_cursor : null),
-  });
-}
-
-/** Every member (owners and admins may list them: `GET /v1/members`); for the assignee filter. */
-export function useMembers(enabled: boolean) {
-  const api = useApi();
-  return useQuery({
-    queryKey: queryKeys.members,
-    enabled,
-    staleTime: 5 * 60_000,
-    queryFn: async () => {
-      const all: Member[] = [];
-      let after: string | undefined;
-      do {
-        const page = await api.get<ListPage<Member>>('/v1/members', { query: { limit: 100, after } });
-        all.push(...page.data);
-        after = page.has_more && page.next_cursor ? page.next_cursor : undefined;
-      } while (after);
-      return all;
-    },
   });
 }
 

@@ -1,7 +1,8 @@
-import { useCallback, useEffect, useSyncExternalStore } from 'react';
+import { useEffect, useSyncExternalStore } from 'react';
 import { isUnread, windowOpen, type Conversation } from '../../api/inbox-cache.ts';
 import { useMarkRead } from '../../api/inbox.ts';
 import { usePermissions } from '../../auth/SessionContext.tsx';
+import { useCustomerWindow } from './compose/window.ts';
 import { contactName, contactNumber, fullTime } from './format.ts';
 import styles from './inbox.module.css';
 
@@ -20,20 +21,15 @@ export function ConversationHeader({ conversation }: { conversation: Conversatio
   );
 }
 
-/** The window as docs/window.md states it: open until `window_expires_at`, then only templates. */
+/**
+ * The window as docs/window.md states it: open until `window_expires_at`, then only templates. The
+ * service's own reading (the composer's, by the service's clock) once it is in; the conversation's
+ * `window_expires_at` until then.
+ */
 export function WindowStatus({ conversation }: { conversation: Conversation }) {
-  const expires = conversation.window_expires_at;
-  // Re-read at the closing time itself, so an open window turns closed on screen without a reload.
-  const atClosing = useCallback(
-    (changed: () => void) => {
-      const left = expires ? Date.parse(expires) - Date.now() : -1;
-      if (left <= 0 || left > 2 ** 31 - 1) return () => undefined;
-      const timer = setTimeout(changed, left + 50);
-      return () => clearTimeout(timer);
-    },
-    [expires],
-  );
-  const open = useSyncExternalStore(atClosing, () => windowOpen(conversation));
+  const judged = useCustomerWindow(conversation).data;
+  const expires = judged ? judged.expires_at : conversation.window_expires_at;
+  const open = judged ? judged.open : windowOpen(conversation);
   const text = !expires
     ? 'The customer has not written yet: only templates can be sent.'
     : open

@@ -1,22 +1,22 @@
 import { useNavigate } from '@tanstack/react-router';
 import { useEffect, useId, useState, type FormEvent } from 'react';
-import { useMembers } from '../../api/inbox.ts';
-import { usePermissions, useSignedIn } from '../../auth/SessionContext.tsx';
+import { TAG_PATTERN } from '../../../../src/modules/conversations/tags.schemas.ts';
+import { useSignedIn } from '../../auth/SessionContext.tsx';
+import { memberLabel, useMembers } from './compose/members.ts';
 import type { InboxSearch } from './routes.tsx';
 import styles from './inbox.module.css';
 
-const TAG = /^[a-z0-9_:-]{1,50}$/;
+const TAG = new RegExp(TAG_PATTERN);
 
 /**
  * The list's filters, kept in the URL's search params (a filtered view can be linked, and survives
- * a reload). Owners and admins may list the members, so they can pick anyone as the assignee;
- * everyone can pick themselves or nobody.
+ * a reload). Any member can be picked as the assignee once the member list is readable; everyone
+ * can pick themselves or nobody.
  */
 export function InboxFilters({ search }: { search: InboxSearch }) {
   const navigate = useNavigate();
-  const permissions = usePermissions();
   const me = useSignedIn().member.id;
-  const members = useMembers(permissions.administer);
+  const members = useMembers();
   const id = useId();
   const [tag, setTag] = useState(search.tag ?? '');
   const [tagError, setTagError] = useState<string | null>(null);
@@ -49,7 +49,7 @@ export function InboxFilters({ search }: { search: InboxSearch }) {
     <form className={styles.filters} onSubmit={applyTag} aria-label="Filter conversations">
       <label htmlFor={`${id}-state`}>State</label>
       <select id={`${id}-state`} value={search.state ?? ''} onChange={(e) => set({ state: (e.target.value || undefined) as InboxSearch['state'] })}>
-        <option value="">Any state</option>
+        <option value="">Any</option>
         <option value="open">Open</option>
         <option value="pending">Pending</option>
         <option value="closed">Closed</option>
@@ -61,7 +61,7 @@ export function InboxFilters({ search }: { search: InboxSearch }) {
         <option value="none">Unassigned</option>
         {others.map((member) => (
           <option key={member.id} value={member.id}>
-            {member.name ?? member.email}
+            {memberLabel(member)}
           </option>
         ))}
         {search.assignee?.startsWith('mem_') && search.assignee !== me && !others.some((member) => member.id === search.assignee) && (
@@ -70,9 +70,9 @@ export function InboxFilters({ search }: { search: InboxSearch }) {
       </select>
       <label htmlFor={`${id}-window`}>Window</label>
       <select id={`${id}-window`} value={search.window ?? ''} onChange={(e) => set({ window: (e.target.value || undefined) as InboxSearch['window'] })}>
-        <option value="">Any window</option>
-        <option value="open">Window open</option>
-        <option value="closed">Window closed</option>
+        <option value="">Any</option>
+        <option value="open">Open</option>
+        <option value="closed">Closed</option>
       </select>
       <label htmlFor={`${id}-tag`}>Tag</label>
       <input

@@ -1,5 +1,6 @@
 import { Outlet, useParams, useSearch } from '@tanstack/react-router';
 import { useMemo } from 'react';
+import { TAG_PATTERN } from '../../../../src/modules/conversations/tags.schemas.ts';
 import type { ConversationFilters } from '../../api/inbox-cache.ts';
 import { useConversation } from '../../api/inbox.ts';
 import { useSignedIn } from '../../auth/SessionContext.tsx';
@@ -24,11 +25,13 @@ export interface InboxSearch {
   window?: 'open' | 'closed';
 }
 
+const TAG = new RegExp(TAG_PATTERN);
+
 export function parseInboxSearch(search: Record<string, unknown>): InboxSearch {
   const result: InboxSearch = {};
   if (search.state === 'open' || search.state === 'pending' || search.state === 'closed') result.state = search.state;
   if (typeof search.assignee === 'string' && /^(me|none|mem_[0-9A-Za-z]{26})$/.test(search.assignee)) result.assignee = search.assignee;
-  if (typeof search.tag === 'string' && /^[a-z0-9_:-]{1,50}$/.test(search.tag)) result.tag = search.tag;
+  if (typeof search.tag === 'string' && TAG.test(search.tag)) result.tag = search.tag;
   if (search.window === 'open' || search.window === 'closed') result.window = search.window;
   return result;
 }
@@ -84,7 +87,9 @@ export function ConversationPane({ conversationId }: { conversationId: string })
         <ThreadView conversation={c} />
         <Composer conversation={c} />
       </section>
-      <DetailsPanel conversation={c} />
+      <div className={styles.details}>
+        <DetailsPanel conversation={c} />
+      </div>
     </div>
   );
 }
