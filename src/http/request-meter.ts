@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../modules/credentials/principal.ts';
 import type { HttpServer } from './server.ts';
 
@@ -6,15 +7,28 @@ export interface RequestMeter {
   countRequest(principal: Principal): void;
 }
 
+function isStream(payload: unknown): boolean {
+  return typeof payload === 'object' && payload !== null && typeof (payload as { pipe?: unknown }).pipe === 'function';
+}
+
 /**
  * Counts every answered request that passed authentication (`api_requests`), except the rate
  * limiter's refusals (no work was done) and a test key's (test traffic is not usage). In
- * `onResponse`, so that nothing of it is on the answer's path.
+ * `onResponse`, so that nothing of it is on the answer's path. A streamed answer (the live stream, a
+ * media download) that its client leaves before the end never reaches `onResponse`: it is counted
+ * when its connection closes instead, so each request is counted once however it ends.
  */
 export function registerRequestMeter(app: HttpServer, meter: RequestMeter): void {
-  app.addHook('onResponse', (request, reply, done) => {
+  const count = (request: FastifyRequest, reply: FastifyReply) => {
     const { principal } = request;
     if (principal && principal.mode !== 'test' && reply.statusCode !== 429) meter.countRequest(principal);
+  };
+  app.addHook('onResponse', (request, reply, done) => {
+    count(request, reply);
     done();
+  });
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (isStream(payload)) reply.raw.once('close', () => reply.raw.writableFinished || count(request, reply));
+    done(null, payload);
   });
 }

@@ -257,7 +257,7 @@ export function createAuthService(deps: AuthServiceDeps) {
       // binds the very next request.
       const member = await members.find(session.organization_id, session.member_id);
       if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
-      return principalFor(member, session.id, session.created_at);
+      return { ...principalFor(member, session.id, session.created_at), expiresAt: session.access_expires_at };
     },
   };
   return service;

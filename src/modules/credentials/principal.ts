@@ -17,6 +17,8 @@ export interface Principal {
   readonly scopes: ReadonlySet<Scope>;
   /** Dashboard tokens only: when the person last proved who they are with their password (the session's start). */
   readonly signedInAt?: string;
+  /** Dashboard tokens only: when this token stops being accepted (ISO 8601), so a long-lived response (the live stream) can end then. */
+  readonly expiresAt?: string;
   /** OAuth tokens only: the API the token was issued for (RFC 8707 `resource`), `<base>/v1` or `<base>/mcp`; null: /v1, issued before grants. */
   readonly resource?: string | null;
   /**
