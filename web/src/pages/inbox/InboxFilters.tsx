@@ -3,7 +3,7 @@ import { useEffect, useId, useState, type FormEvent } from 'react';
 import { TAG_PATTERN } from '../../../../src/modules/conversations/tags.schemas.ts';
 import { useSignedIn } from '../../auth/SessionContext.tsx';
 import { memberLabel, useMembers } from './compose/members.ts';
-import type { InboxSearch } from './routes.tsx';
+import type { InboxSearch } from './search.ts';
 import styles from './inbox.module.css';
 
 const TAG = new RegExp(TAG_PATTERN);

@@ -1,6 +1,5 @@
 import { Outlet, useParams, useSearch } from '@tanstack/react-router';
 import { useMemo } from 'react';
-import { TAG_PATTERN } from '../../../../src/modules/conversations/tags.schemas.ts';
 import type { ConversationFilters } from '../../api/inbox-cache.ts';
 import { useConversation } from '../../api/inbox.ts';
 import { useSignedIn } from '../../auth/SessionContext.tsx';
@@ -10,6 +9,7 @@ import { ConversationHeader } from './ConversationHeader.tsx';
 import { ConversationList } from './ConversationList.tsx';
 import { DetailsPanel } from './DetailsPanel.tsx';
 import { InboxFilters } from './InboxFilters.tsx';
+import type { InboxSearch } from './search.ts';
 import styles from './inbox.module.css';
 import { ThreadView } from './ThreadView.tsx';
 
@@ -17,24 +17,7 @@ import { ThreadView } from './ThreadView.tsx';
  * The inbox's route components: the conversation list with its filters (search params, so a view
  * can be linked and survives a reload), and the selected conversation's pane.
  */
-export interface InboxSearch {
-  state?: 'open' | 'pending' | 'closed';
-  /** A member id, `me` (whoever is signed in: a link that means "mine" for everyone) or `none`. */
-  assignee?: string;
-  tag?: string;
-  window?: 'open' | 'closed';
-}
-
-const TAG = new RegExp(TAG_PATTERN);
-
-export function parseInboxSearch(search: Record<string, unknown>): InboxSearch {
-  const result: InboxSearch = {};
-  if (search.state === 'open' || search.state === 'pending' || search.state === 'closed') result.state = search.state;
-  if (typeof search.assignee === 'string' && /^(me|none|mem_[0-9A-Za-z]{26})$/.test(search.assignee)) result.assignee = search.assignee;
-  if (typeof search.tag === 'string' && TAG.test(search.tag)) result.tag = search.tag;
-  if (search.window === 'open' || search.window === 'closed') result.window = search.window;
-  return result;
-}
+export { parseInboxSearch, type InboxSearch } from './search.ts';
 
 /** The URL's filters as the API takes them: `me` becomes the member's id. */
 function useListFilters(search: InboxSearch): ConversationFilters {
