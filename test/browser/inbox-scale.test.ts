@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { ContactsTable, ConversationsTable, MessagesTable } from '../../src/db/schema.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { suiteScope, type TestServer } from '../harness.ts';
 import { createConnection, signUp } from '../factories.ts';
@@ -34,9 +35,9 @@ async function seedConversations(server: TestServer, organizationId: string, con
   const db = server.app.store.db;
   const start = server.clock.now().getTime() - count * 60_000;
   for (let first = 0; first < count; first += BATCH) {
-    const contacts = [];
-    const conversations = [];
-    const messages = [];
+    const contacts: ContactsTable[] = [];
+    const conversations: ConversationsTable[] = [];
+    const messages: MessagesTable[] = [];
     for (let i = first; i < Math.min(count, first + BATCH); i++) {
       const at = new Date(start + i * 60_000).toISOString();
       const contactId = newId('contact', start + i * 60_000);
