@@ -77,10 +77,94 @@ export const conversationRoute = createRoute({
 
 const connectionsRoute = createRoute({ getParentRoute: () => appRoute, path: '/connections', component: ConnectionsPage });
 
+// The settings pages, each loaded when first visited so the inbox's bundle never grows with them.
+const apiKeysRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/api-keys' }).lazy(() =>
+  import('./pages/developers/api-keys.lazy.tsx').then((page) => page.Route),
+);
+const webhooksRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/webhooks' }).lazy(() =>
+  import('./pages/developers/webhooks.lazy.tsx').then((page) => page.Route),
+);
+const webhookEndpointRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/webhooks/$endpointId' }).lazy(() =>
+  import('./pages/developers/webhook-endpoint.lazy.tsx').then((page) => page.Route),
+);
+const auditLogRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/audit-log' }).lazy(() =>
+  import('./pages/developers/audit-log.lazy.tsx').then((page) => page.Route),
+);
+const authorizedAppsRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/apps' }).lazy(() =>
+  import('./pages/developers/apps.lazy.tsx').then((page) => page.Route),
+);
+const templatesRoute = createRoute({ getParentRoute: () => appRoute, path: '/templates' }).lazy(() =>
+  import('./pages/templates/templates.lazy.tsx').then((page) => page.Route),
+);
+const notificationsRoute = createRoute({ getParentRoute: () => appRoute, path: '/notifications' }).lazy(() =>
+  import('./pages/notifications/notifications.lazy.tsx').then((page) => page.Route),
+);
+const notificationBatchRoute = createRoute({ getParentRoute: () => appRoute, path: '/notifications/batches/$batchId' }).lazy(() =>
+  import('./pages/notifications/batch.lazy.tsx').then((page) => page.Route),
+);
+const schedulesRoute = createRoute({ getParentRoute: () => appRoute, path: '/schedules' }).lazy(() =>
+  import('./pages/schedules/schedules.lazy.tsx').then((page) => page.Route),
+);
+const scheduleRoute = createRoute({ getParentRoute: () => appRoute, path: '/schedules/$scheduleId' }).lazy(() =>
+  import('./pages/schedules/schedule.lazy.tsx').then((page) => page.Route),
+);
+const automationsRoute = createRoute({ getParentRoute: () => appRoute, path: '/automations' }).lazy(() =>
+  import('./pages/automations/automations.lazy.tsx').then((page) => page.Route),
+);
+const automationRoute = createRoute({ getParentRoute: () => appRoute, path: '/automations/$automationId' }).lazy(() =>
+  import('./pages/automations/automation.lazy.tsx').then((page) => page.Route),
+);
+const runRoute = createRoute({ getParentRoute: () => appRoute, path: '/runs/$runId' }).lazy(() =>
+  import('./pages/automations/run.lazy.tsx').then((page) => page.Route),
+);
+const approvalsRoute = createRoute({ getParentRoute: () => appRoute, path: '/approvals' }).lazy(() =>
+  import('./pages/automations/approvals.lazy.tsx').then((page) => page.Route),
+);
+const connectorsRoute = createRoute({ getParentRoute: () => appRoute, path: '/connectors' }).lazy(() =>
+  import('./pages/automations/connectors.lazy.tsx').then((page) => page.Route),
+);
+const usageRoute = createRoute({ getParentRoute: () => appRoute, path: '/usage' }).lazy(() =>
+  import('./pages/usage/usage.lazy.tsx').then((page) => page.Route),
+);
+const billingRoute = createRoute({ getParentRoute: () => appRoute, path: '/billing' }).lazy(() =>
+  import('./pages/billing/billing.lazy.tsx').then((page) => page.Route),
+);
+const membersRoute = createRoute({ getParentRoute: () => appRoute, path: '/members' }).lazy(() =>
+  import('./pages/members/members.lazy.tsx').then((page) => page.Route),
+);
+const settingsRoutes = [
+  apiKeysRoute,
+  webhooksRoute,
+  webhookEndpointRoute,
+  auditLogRoute,
+  authorizedAppsRoute,
+  templatesRoute,
+  notificationsRoute,
+  notificationBatchRoute,
+  schedulesRoute,
+  scheduleRoute,
+  automationsRoute,
+  automationRoute,
+  runRoute,
+  approvalsRoute,
+  connectorsRoute,
+  usageRoute,
+  billingRoute,
+  membersRoute,
+];
+
+/** An invitation's link: outside the signed-in part, since the invitee may have no account yet. */
+const acceptInviteRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/accept-invite',
+  validateSearch: (search: Record<string, unknown>): { token?: string } => (typeof search.token === 'string' ? { token: search.token } : {}),
+}).lazy(() => import('./pages/members/accept-invite.lazy.tsx').then((page) => page.Route));
+
 const routeTree = rootRoute.addChildren([
   signInRoute,
   signUpRoute,
-  appRoute.addChildren([homeRoute, inboxRoute.addChildren([inboxIndexRoute, conversationRoute]), connectionsRoute]),
+  acceptInviteRoute,
+  appRoute.addChildren([homeRoute, inboxRoute.addChildren([inboxIndexRoute, conversationRoute]), connectionsRoute, ...settingsRoutes]),
 ]);
 
 export function createDashboardRouter(context: RouterContext) {
