@@ -1,6 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { Link, Outlet, useNavigate } from '@tanstack/react-router';
 import { useSession, useSessionState } from '../auth/SessionContext.tsx';
+import { LiveIndicator, LiveUpdates } from '../live/LiveUpdates.tsx';
 import styles from './layout.module.css';
 
 /** The signed-in frame: navigation, who is signed in (and as what), sign-out. */
@@ -18,27 +19,30 @@ export function AppLayout() {
   if (state.status !== 'signed_in') return <Splash />;
   const { token } = state;
   return (
-    <div className={styles.shell}>
-      <aside className={styles.sidebar}>
-        <div className={styles.organization}>{token.organization.name}</div>
-        <nav className={styles.nav} aria-label="Main">
-          <Link to="/inbox">Inbox</Link>
-          <Link to="/connections">Connections</Link>
-        </nav>
-        <div className={styles.me}>
-          <span>{token.member.name ?? token.member.email}</span>
-          <span className={styles.role} data-testid="member-role">
-            {token.member.role}
-          </span>
-          <button type="button" className={styles.signOut} onClick={() => void signOut()}>
-            Sign out
-          </button>
-        </div>
-      </aside>
-      <main className={styles.main}>
-        <Outlet />
-      </main>
-    </div>
+    <LiveUpdates>
+      <div className={styles.shell}>
+        <aside className={styles.sidebar}>
+          <div className={styles.organization}>{token.organization.name}</div>
+          <nav className={styles.nav} aria-label="Main">
+            <Link to="/inbox">Inbox</Link>
+            <Link to="/connections">Connections</Link>
+          </nav>
+          <div className={styles.me}>
+            <LiveIndicator />
+            <span>{token.member.name ?? token.member.email}</span>
+            <span className={styles.role} data-testid="member-role">
+              {token.member.role}
+            </span>
+            <button type="button" className={styles.signOut} onClick={() => void signOut()}>
+              Sign out
+            </button>
+          </div>
+        </aside>
+        <main className={styles.main}>
+          <Outlet />
+        </main>
+      </div>
+    </LiveUpdates>
   );
 }
 
