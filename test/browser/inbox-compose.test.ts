@@ -18,6 +18,9 @@ import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer
 /** A 1×1 PNG: enough for the upload's signature check. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
 
+/** A text as a literal inside a regular expression. */
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 describe('inbox: replying and working on a conversation', () => {
   const scope = suiteScope();
   const setup = (async () => {
@@ -134,16 +137,18 @@ describe('inbox: replying and working on a conversation', () => {
 
       await openConversation(second.page, bo, conversationId);
       const boComposer = composerOf(second.page);
-      // An agent cannot read the member list, so the holder is "a teammate".
-      await boComposer.getByText(/A teammate is replying to this conversation \(lock held until .+\)\. Request a handover\?/).waitFor();
+      // Every member reads the member list, so the holder is named (addMember gives no name: the email).
+      await boComposer
+        .getByText(new RegExp(`${escape(ana.email)} is replying to this conversation \\(lock held until .+\\)\\. Request a handover\\?`))
+        .waitFor();
       assert.equal(await boComposer.getByLabel('Message').isDisabled(), true);
       await boComposer.getByRole('button', { name: 'Request handover' }).click();
       await boComposer.getByText(/You asked for a handover at/).waitFor();
 
       // The live stream tells Ana; she hands over from the composer.
-      await anaComposer.getByText(/A teammate asks to take over this conversation/).waitFor();
+      await anaComposer.getByText(new RegExp(`${escape(bo.email)} asks to take over this conversation`)).waitFor();
       await anaComposer.getByRole('button', { name: 'Hand over' }).click();
-      await anaComposer.getByText(/A teammate is replying to this conversation/).waitFor();
+      await anaComposer.getByText(new RegExp(`${escape(bo.email)} is replying to this conversation`)).waitFor();
       assert.equal(await anaComposer.getByLabel('Message').isDisabled(), true);
       // Her draft stays, for when the conversation comes back to her.
       assert.equal(await anaComposer.getByLabel('Message').inputValue(), 'Let me check that for you');
@@ -182,7 +187,7 @@ describe('inbox: replying and working on a conversation', () => {
       // Bo sends before his page learns of it, or just after (then the box closed first, and the key
       // press, to the still focused box or to nothing, sends nothing).
       await page.keyboard.press('Enter');
-      await composer.getByText(/A teammate is replying to this conversation \(lock held until .+\)\. Request a handover\?/).waitFor();
+      await composer.getByText(new RegExp(`${escape(ana.email)} is replying to this conversation \\(lock held until .+\\)\\. Request a handover\\?`)).waitFor();
       await composer.getByRole('button', { name: 'Request handover' }).waitFor();
       assert.equal(await composer.getByLabel('Message').inputValue(), 'Yes, one moment');
       assert.equal((await messagesOf(server, owner, conversationId)).filter((m) => m.direction === 'outbound').length, 0);

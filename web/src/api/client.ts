@@ -1,4 +1,4 @@
-import type { ErrorBody } from './types.ts';
+import type { ErrorBody, ListPage } from './types.ts';
 
 /** An error answer from the API, with everything the envelope says. */
 export class ApiError extends Error {
@@ -103,6 +103,20 @@ export function createApiClient(tokens: TokenSource) {
   return {
     request,
     get: <T>(path: string, options?: RequestOptions) => request<T>('GET', path, options),
+    /**
+     * Every item of a list, following the cursors page by page: for the short lists a form offers
+     * whole (members, connections, a number's templates), never for an unbounded one.
+     */
+    async all<T>(path: string, query: RequestOptions['query'] = {}): Promise<T[]> {
+      const items: T[] = [];
+      let after: string | undefined;
+      do {
+        const page = await request<ListPage<T>>('GET', path, { query: { limit: 100, ...query, after } });
+        items.push(...page.data);
+        after = page.has_more && page.next_cursor ? page.next_cursor : undefined;
+      } while (after);
+      return items;
+    },
     post: <T>(path: string, body?: unknown, options?: RequestOptions) => request<T>('POST', path, { ...options, body }),
     patch: <T>(path: string, body: unknown, options?: RequestOptions) => request<T>('PATCH', path, { ...options, body }),
     delete: <T>(path: string, options?: RequestOptions) => request<T>('DELETE', path, options),

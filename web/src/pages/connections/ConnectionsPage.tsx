@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { sandboxAvailable, sendAsCustomer } from '../../api/sandbox.ts';
-import type { Connection, ListPage } from '../../api/types.ts';
+import type { Connection } from '../../api/types.ts';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { Button, Empty, ErrorMessage, Loading, TextField } from '../../ui/controls.tsx';
 import styles from './connections.module.css';
@@ -14,16 +14,7 @@ export function useConnections() {
   const api = useApi();
   return useQuery({
     queryKey: connectionsQueryKey,
-    queryFn: async () => {
-      const all: Connection[] = [];
-      let after: string | undefined;
-      do {
-        const page = await api.get<ListPage<Connection>>('/v1/connections', { query: { limit: 100, after } });
-        all.push(...page.data);
-        after = page.has_more && page.next_cursor ? page.next_cursor : undefined;
-      } while (after);
-      return all;
-    },
+    queryFn: () => api.all<Connection>('/v1/connections'),
   });
 }
 

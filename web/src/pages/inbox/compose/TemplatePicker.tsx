@@ -3,7 +3,6 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import { ApiError } from '../../../api/client.ts';
 import { queryKeys } from '../../../api/keys.ts';
-import type { ListPage } from '../../../api/types.ts';
 import { useApi } from '../../../auth/SessionContext.tsx';
 import { Button, Empty, ErrorMessage, Loading, TextField } from '../../../ui/controls.tsx';
 import styles from './compose.module.css';
@@ -17,16 +16,7 @@ function useApprovedTemplates(connectionId: string) {
   return useQuery({
     queryKey: queryKeys.templates(connectionId),
     staleTime: 60_000,
-    queryFn: async () => {
-      const all: Template[] = [];
-      let after: string | undefined;
-      do {
-        const page = await api.get<ListPage<Template>>('/v1/templates', { query: { connection_id: connectionId, status: 'approved', limit: 100, after } });
-        all.push(...page.data);
-        after = page.has_more && page.next_cursor ? page.next_cursor : undefined;
-      } while (after);
-      return all;
-    },
+    queryFn: () => api.all<Template>('/v1/templates', { connection_id: connectionId, status: 'approved' }),
   });
 }
 

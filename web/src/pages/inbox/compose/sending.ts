@@ -1,7 +1,7 @@
+import { upsertMessage } from '../../../api/inbox-cache.ts';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useRef } from 'react';
 import { NetworkError, type ApiClient } from '../../../api/client.ts';
-import { queryKeys } from '../../../api/keys.ts';
 import { useApi } from '../../../auth/SessionContext.tsx';
 import type { Conversation, Media, Message, SendMessageInput } from './types.ts';
 
@@ -31,7 +31,9 @@ export function useSend(conversation: Conversation) {
         throw error;
       }
     },
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.messages(conversation.id) }),
+    // The answer is the message as stored: placed in the thread at once (the stream's events for it
+    // then only move its status forward).
+    onSuccess: (message) => void upsertMessage(queryClient, message),
   });
 }
 
