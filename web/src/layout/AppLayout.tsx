@@ -18,6 +18,8 @@ export function AppLayout() {
   // The session just ended (here or in another tab): the guard is about to redirect to sign-in.
   if (state.status !== 'signed_in') return <Splash />;
   const { token } = state;
+  // Settings only owners and admins may open are not offered to others (the API refuses them anyway).
+  const administer = token.member.role === 'owner' || token.member.role === 'admin';
   return (
     <LiveUpdates>
       <div className={styles.shell}>
@@ -26,6 +28,16 @@ export function AppLayout() {
           <nav className={styles.nav} aria-label="Main">
             <Link to="/inbox">Inbox</Link>
             <Link to="/connections">Connections</Link>
+            <Link to="/templates">Templates</Link>
+            <Link to="/notifications">Notifications</Link>
+            <Link to="/schedules">Schedules</Link>
+            <Link to="/automations">Automations</Link>
+            <Link to="/approvals">Approvals</Link>
+            {administer && <Link to="/connectors">Connector accounts</Link>}
+            {administer && <Link to="/usage">Usage</Link>}
+            {administer && <Link to="/billing">Billing</Link>}
+            {administer && <Link to="/members">Members</Link>}
+            {administer && <Link to="/developers/api-keys">Developers</Link>}
           </nav>
           <div className={styles.me}>
             <LiveIndicator />
