@@ -1,6 +1,7 @@
 import { createContext, use, useSyncExternalStore, type ReactNode } from 'react';
 import type { ApiClient } from '../api/client.ts';
-import type { DashboardToken, Role } from '../api/types.ts';
+import type { DashboardToken, Role, Scope } from '../api/types.ts';
+import { ROLE_SCOPES } from '../../../src/modules/credentials/scopes.schemas.ts';
 import type { Session, SessionState } from './session.ts';
 
 const SessionContext = createContext<Session | null>(null);
@@ -41,9 +42,11 @@ export interface Permissions {
   converse: boolean;
   /** Connect numbers and change settings: owners and admins. */
   administer: boolean;
+  /** Whether the role holds a scope (the server's own table, ROLE_SCOPES): what a page may read or change. */
+  can(scope: Scope): boolean;
 }
 
 export function usePermissions(): Permissions {
   const role = useSignedIn().member.role;
-  return { role, converse: role !== 'viewer', administer: role === 'owner' || role === 'admin' };
+  return { role, converse: role !== 'viewer', administer: role === 'owner' || role === 'admin', can: (scope) => ROLE_SCOPES[role].includes(scope) };
 }

@@ -1,5 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { Link, Outlet, useNavigate } from '@tanstack/react-router';
+import { ROLE_SCOPES } from '../../../src/modules/credentials/scopes.schemas.ts';
+import type { Scope } from '../api/types.ts';
 import { useSession, useSessionState } from '../auth/SessionContext.tsx';
 import { LiveIndicator, LiveUpdates } from '../live/LiveUpdates.tsx';
 import styles from './layout.module.css';
@@ -18,8 +20,9 @@ export function AppLayout() {
   // The session just ended (here or in another tab): the guard is about to redirect to sign-in.
   if (state.status !== 'signed_in') return <Splash />;
   const { token } = state;
-  // Settings only owners and admins may open are not offered to others (the API refuses them anyway).
+  // Pages a role may not read are not offered (the API refuses them anyway).
   const administer = token.member.role === 'owner' || token.member.role === 'admin';
+  const can = (scope: Scope) => ROLE_SCOPES[token.member.role].includes(scope);
   return (
     <LiveUpdates>
       <div className={styles.shell}>
@@ -28,13 +31,13 @@ export function AppLayout() {
           <nav className={styles.nav} aria-label="Main">
             <Link to="/inbox">Inbox</Link>
             <Link to="/connections">Connections</Link>
-            <Link to="/templates">Templates</Link>
-            <Link to="/notifications">Notifications</Link>
-            <Link to="/schedules">Schedules</Link>
-            <Link to="/automations">Automations</Link>
-            <Link to="/approvals">Approvals</Link>
-            {administer && <Link to="/connectors">Connector accounts</Link>}
-            {administer && <Link to="/usage">Usage</Link>}
+            {can('templates:read') && <Link to="/templates">Templates</Link>}
+            {can('notifications:read') && <Link to="/notifications">Notifications</Link>}
+            {can('notifications:read') && <Link to="/schedules">Schedules</Link>}
+            {can('automations:read') && <Link to="/automations">Automations</Link>}
+            {administer && <Link to="/approvals">Approvals</Link>}
+            {can('connectors:read') && <Link to="/connectors">Connector accounts</Link>}
+            {can('usage:read') && <Link to="/usage">Usage</Link>}
             {administer && <Link to="/billing">Billing</Link>}
             {administer && <Link to="/members">Members</Link>}
             {administer && <Link to="/developers/api-keys">Developers</Link>}
