@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ManualClock } from '../../src/lib/clock.ts';
-import { startServer, type Scope, type StartOptions, type TestServer } from '../harness.ts';
+import { startServer, suiteScope, type Scope, type StartOptions, type TestServer } from '../harness.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = path.resolve(import.meta.dirname, '../../test-results/screenshots');
@@ -46,6 +46,15 @@ export async function launchBrowser(scope: Scope): Promise<Browser> {
  */
 export function startDashboardServer(scope: Scope, options: StartOptions = {}): Promise<TestServer> {
   return startServer(scope, { clock: new ManualClock(new Date().toISOString()), ...options });
+}
+
+/**
+ * What a browser test file's `describe` shares: one server and one browser, started at once and
+ * closed after the suite. Call it in the describe body (it takes the suite's scope there).
+ */
+export function dashboardSuite(options: StartOptions = {}): Promise<{ server: TestServer; browser: Browser }> {
+  const scope = suiteScope();
+  return (async () => ({ server: await startDashboardServer(scope, options), browser: await launchBrowser(scope) }))();
 }
 
 export interface BrowserSession {

@@ -12,8 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { addMember, createConnection, defineTemplate, inbound, settle, signUp, type SignedUp } from '../factories.ts';
-import { suiteScope, type TestServer } from '../harness.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
+import type { TestServer } from '../harness.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn, unlabelledControls } from './browser.ts';
 
 /** A 1×1 PNG: enough for the upload's signature check. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
@@ -22,12 +22,7 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('inbox: replying and working on a conversation', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   /** An organization with a number, and a customer who wrote `text` to it. */
   async function customerWrote(server: TestServer, text: string) {

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { Page, Route } from 'playwright-core';
-import { suiteScope, type TestServer } from '../harness.ts';
+import type { TestServer } from '../harness.ts';
 import { addMember, createConnection, defineTemplate, inbound, newCustomer, settle, signUp } from '../factories.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn, unlabelledControls } from './browser.ts';
 
 /** A customer writes `text` from `from`, through the sandbox and the provider's webhook, settled. */
 async function customerWrites(server: TestServer, connection: { phone_number_id: string }, from: string, text: string) {
@@ -37,12 +37,7 @@ async function waitLive(page: Page): Promise<void> {
 }
 
 describe('inbox, live', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   it(
     "shows a customer's message in two members' browsers as it arrives, without a reload",

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ContactsTable, ConversationsTable, MessagesTable } from '../../src/db/schema.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { suiteScope, type TestServer } from '../harness.ts';
+import type { TestServer } from '../harness.ts';
 import { createConnection, signUp } from '../factories.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer } from './browser.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn } from './browser.ts';
 
 const BATCH = 500;
 
@@ -113,12 +113,7 @@ function lastRowShownPast(shown: number): boolean {
 }
 
 describe('inbox at scale', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   it(
     'paints the first conversation of 10,000 (the figures are printed)',

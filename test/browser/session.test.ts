@@ -4,17 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { suiteScope } from '../harness.ts';
 import { addMember, signUp } from '../factories.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn, unlabelledControls } from './browser.ts';
 
 describe('dashboard sessions', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   it(
     'signs up to an empty inbox, signs out, and signs back in',
