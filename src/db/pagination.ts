@@ -80,21 +80,33 @@ export type PagedBuild<P, TB extends keyof Database, O extends Row> = (db: Db, p
  * scoped query, built once per shape (which filters are present, which direction, cursor or not);
  * each call runs the cached SQL with its values. The same rules as `paginate`: a cursor must be an id
  * the list can see.
+ *
+ * With `key`, the list is ordered by that expression first (an inbox by its latest activity), the
+ * id breaking ties so that the order is total and stable. The cursor is still an item's id, as
+ * everywhere: its key is read with it, and the page continues strictly past (key, id) with a
+ * row-value comparison, which PostgreSQL and SQLite both evaluate. `created_after`/`created_before`
+ * keep filtering on creation either way.
  */
 export function compiledPaging<P extends object, TB extends keyof Database, O extends Row>(
   build: PagedBuild<P, TB, O>,
-  columns: { id: string; createdAt: string },
+  columns: { id: string; createdAt: string; key?: RawBuilder<string> },
 ): (db: Db, params: P, page: PageRequest) => Promise<Page<O>> {
   // Kysely cannot type a column reference passed in as a string; the store names real columns.
   /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
   const id = columns.id as any;
   const createdAt = columns.createdAt as any;
-  const cursorOf = compileOnce((db, p: { list: P; cursor: string }, dialect) => build(db, p.list, dialect).clearSelect().select(id).where(id, '=', p.cursor));
+  const key = columns.key;
+  const cursorOf = compileOnce((db, p: { list: P; cursor: string }, dialect) =>
+    build(db, p.list, dialect)
+      .clearSelect()
+      .select(key ? [id, key.as('sort_key')] : [id])
+      .where(id, '=', p.cursor),
+  );
   interface PageParams {
     list: P;
     createdAfter: string | undefined;
     createdBefore: string | undefined;
-    cursor: string | undefined;
+    cursor: { id: string; key: string | undefined } | undefined;
     /** A boolean, so that the direction is part of the shape. */
     ascending: boolean;
     limit: number;
@@ -103,60 +115,19 @@ export function compiledPaging<P extends object, TB extends keyof Database, O ex
     let query = build(db, p.list, dialect);
     if (p.createdAfter !== undefined) query = query.where(createdAt, '>', p.createdAfter);
     if (p.createdBefore !== undefined) query = query.where(createdAt, '<', p.createdBefore);
-    if (p.cursor !== undefined) query = query.where(id, p.ascending ? '>' : '<', p.cursor);
-    return query.orderBy(id, p.ascending ? 'asc' : 'desc').limit(p.limit);
-  });
-  /* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
-
-  return async (db, list, page) => {
-    const cursor = page.after ?? page.before;
-    if (cursor !== undefined && !(await cursorOf.first(db, { list, cursor }))) {
-      throw invalidParam(page.after !== undefined ? '/query/after' : '/query/before', 'is not a cursor of this list');
-    }
-    const ascending = (page.order === 'asc') !== (page.before !== undefined);
-    const rows = await rowsOf.all(db, { list, createdAfter: page.createdAfter, createdBefore: page.createdBefore, cursor, ascending, limit: page.limit + 1 });
-    return toPage(rows as O[], page);
-  };
-}
-
-/**
- * `compiledPaging` for a list ordered by another key than creation (an inbox by its latest
- * activity): rows in (key, id) order, the id breaking ties, so the order is total and stable. The
- * cursor is still an item's id, as everywhere: its key is read first (the same refusal of an id the
- * list cannot see), then the page continues strictly past (key, id) with a row-value comparison,
- * which PostgreSQL and SQLite both evaluate. `created_after`/`created_before` keep filtering on
- * creation.
- */
-export function compiledKeysetPaging<P extends object, TB extends keyof Database, O extends Row>(
-  build: PagedBuild<P, TB, O>,
-  columns: { id: string; createdAt: string; key: RawBuilder<string> },
-): (db: Db, params: P, page: PageRequest) => Promise<Page<O>> {
-  /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
-  const id = columns.id as any;
-  const createdAt = columns.createdAt as any;
-  const key = columns.key;
-  const keyOf = compileOnce((db, p: { list: P; cursor: string }, dialect) =>
-    build(db, p.list, dialect).clearSelect().select(key.as('sort_key')).where(id, '=', p.cursor),
-  );
-  interface PageParams {
-    list: P;
-    createdAfter: string | undefined;
-    createdBefore: string | undefined;
-    cursor: { key: string; id: string } | undefined;
-    ascending: boolean;
-    limit: number;
-  }
-  const rowsOf = compileOnce((db, p: PageParams, dialect) => {
-    let query = build(db, p.list, dialect);
-    if (p.createdAfter !== undefined) query = query.where(createdAt, '>', p.createdAfter);
-    if (p.createdBefore !== undefined) query = query.where(createdAt, '<', p.createdBefore);
-    if (p.cursor !== undefined) {
-      const past = p.ascending
-        ? sql<boolean>`(${key}, ${sql.ref(columns.id)}) > (${p.cursor.key}, ${p.cursor.id})`
-        : sql<boolean>`(${key}, ${sql.ref(columns.id)}) < (${p.cursor.key}, ${p.cursor.id})`;
-      query = query.where(past);
-    }
     const direction = p.ascending ? 'asc' : 'desc';
+    if (!key) {
+      if (p.cursor !== undefined) query = query.where(id, p.ascending ? '>' : '<', p.cursor.id);
+      return query.orderBy(id, direction).limit(p.limit);
+    }
+    if (p.cursor !== undefined) {
+      const { key: after, id: afterId } = p.cursor;
+      query = query.where(
+        p.ascending
+          ? sql<boolean>`(${key}, ${sql.ref(columns.id)}) > (${after}, ${afterId})`
+          : sql<boolean>`(${key}, ${sql.ref(columns.id)}) < (${after}, ${afterId})`,
+      );
+    }
     return query.orderBy(key, direction).orderBy(id, direction).limit(p.limit);
   });
   /* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
@@ -165,9 +136,9 @@ export function compiledKeysetPaging<P extends object, TB extends keyof Database
     const cursorId = page.after ?? page.before;
     let cursor: PageParams['cursor'];
     if (cursorId !== undefined) {
-      const found = (await keyOf.first(db, { list, cursor: cursorId }));
+      const found = (await cursorOf.first(db, { list, cursor: cursorId })) as { sort_key?: string } | undefined;
       if (!found) throw invalidParam(page.after !== undefined ? '/query/after' : '/query/before', 'is not a cursor of this list');
-      cursor = { key: found.sort_key, id: cursorId };
+      cursor = { id: cursorId, key: found.sort_key };
     }
     const ascending = (page.order === 'asc') !== (page.before !== undefined);
     const rows = await rowsOf.all(db, { list, createdAfter: page.createdAfter, createdBefore: page.createdBefore, cursor, ascending, limit: page.limit + 1 });

@@ -2,7 +2,7 @@ import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { scopeParams, visibleThroughConnection, type ConnectionScope } from '../../db/connection-scope.ts';
 import { sql } from 'kysely';
-import { compiledKeysetPaging, compiledPaging, type PageRequest } from '../../db/pagination.ts';
+import { compiledPaging, type PageRequest } from '../../db/pagination.ts';
 import type { ConversationsTable } from '../../db/schema.ts';
 
 export type ConversationChanges = Partial<Omit<ConversationsTable, 'id' | 'organization_id' | 'connection_id' | 'created_at'>>;
@@ -100,7 +100,7 @@ const listPage = compiledPaging(listQuery, { id: 'conversations.id', createdAt: 
  * history has no `last_message_at` and takes its creation time (the index
  * `conversations_activity` serves both).
  */
-const listRecentPage = compiledKeysetPaging(listQuery, {
+const listRecentPage = compiledPaging(listQuery, {
   id: 'conversations.id',
   createdAt: 'conversations.created_at',
   key: sql<string>`coalesce(conversations.last_message_at, conversations.created_at)`,
