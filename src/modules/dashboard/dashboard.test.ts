@@ -46,7 +46,12 @@ describe('the dashboard’s files', () => {
   });
 
   it('answers a missing asset, or a path out of the folder, with the 404 envelope rather than the page', async () => {
-    for (const asset of ['/dashboard/assets/index-00000000.js', '/dashboard/assets/..%2f..%2fpackage.json', '/dashboard/assets/', '/dashboard/assets/nested/missing.css']) {
+    for (const asset of [
+      '/dashboard/assets/index-00000000.js',
+      '/dashboard/assets/..%2f..%2fpackage.json',
+      '/dashboard/assets/',
+      '/dashboard/assets/nested/missing.css',
+    ]) {
       const error = assertError(await (await server).request('GET', asset), 404, 'route_not_found');
       assert.match(error.message, /reload the page/, asset);
     }
