@@ -5,6 +5,7 @@ import { AppLayout } from './layout/AppLayout.tsx';
 import { SignInPage } from './pages/auth/SignInPage.tsx';
 import { SignUpPage } from './pages/auth/SignUpPage.tsx';
 import { ConnectionsPage } from './pages/connections/ConnectionsPage.tsx';
+import { parseAuditLogSearch } from './pages/developers/search.ts';
 import { ConversationPane, InboxLayout, NoConversationSelected, parseInboxSearch } from './pages/inbox/routes.tsx';
 import { ErrorMessage } from './ui/controls.tsx';
 
@@ -87,7 +88,7 @@ const webhooksRoute = createRoute({ getParentRoute: () => appRoute, path: '/deve
 const webhookEndpointRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/webhooks/$endpointId' }).lazy(() =>
   import('./pages/developers/webhook-endpoint.lazy.tsx').then((page) => page.Route),
 );
-const auditLogRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/audit-log' }).lazy(() =>
+const auditLogRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/audit-log', validateSearch: parseAuditLogSearch }).lazy(() =>
   import('./pages/developers/audit-log.lazy.tsx').then((page) => page.Route),
 );
 const authorizedAppsRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/apps' }).lazy(() =>
