@@ -97,7 +97,7 @@ describe('dashboard: automations, runs, approvals and connector accounts', () =>
   }
 
   it(
-    'creates an automation, writes version 2, shows the diff, deploys with in_flight, disables, enables, and deletes it with its active run',
+    'creates an automation, writes version 2, shows the diff, deploys with in_flight, rolls back, disables, enables, and deletes it with its active run',
     browserTest(async (t) => {
       const { server, browser } = await setup;
       const owner = await signUp(server);
@@ -169,6 +169,12 @@ describe('dashboard: automations, runs, approvals and connector accounts', () =>
       await deploy.getByRole('button', { name: 'Deploy version 2' }).click();
       await page.getByText('Version 2 is deployed. Runs in flight: 0 kept, 0 canceled, 1 migrated.').waitFor();
       assert.equal((await call(server, owner.token, 'GET', `/v1/runs/${waiting.id}`)).version, 2);
+
+      // Rolling back deploys version 1 again; the run stays on version 2 (keep).
+      await page.getByRole('button', { name: 'Roll back to version 1' }).click();
+      await page.getByRole('dialog', { name: 'Roll back to version 1' }).getByRole('button', { name: 'Roll back' }).click();
+      await page.getByText('Version 1 is deployed. Runs in flight: 1 kept, 0 canceled, 0 migrated.').waitFor();
+      await page.getByRole('button', { name: 'Roll back to version 2' }).waitFor();
 
       // Disable (keeping the run), then enable again.
       await page.getByRole('button', { name: 'Disable' }).click();

@@ -8,6 +8,29 @@ interface Line {
   text: string;
 }
 
+/** Unchanged lines kept around each change; longer unchanged stretches fold into one line that says how many. */
+const CONTEXT = 3;
+
+type Row = Line | { kind: 'folded'; count: number };
+
+function fold(lines: Line[]): Row[] {
+  const near = lines.map(() => false);
+  lines.forEach((line, index) => {
+    if (line.kind === 'same') return;
+    for (let other = Math.max(0, index - CONTEXT); other <= Math.min(lines.length - 1, index + CONTEXT); other++) near[other] = true;
+  });
+  const rows: Row[] = [];
+  for (const [index, line] of lines.entries()) {
+    if (line.kind !== 'same' || near[index]) rows.push(line);
+    else {
+      const last = rows.at(-1);
+      if (last?.kind === 'folded') last.count++;
+      else rows.push({ kind: 'folded', count: 1 });
+    }
+  }
+  return rows;
+}
+
 function linesOf(before: unknown, after: unknown): Line[] {
   const lines: Line[] = [];
   for (const change of diffLines(prettyJson(before), prettyJson(after))) {
@@ -24,10 +47,11 @@ const SPOKEN = { added: 'added: ', removed: 'removed: ', same: '' } as const;
 /**
  * Two JSON documents compared line by line, pretty-printed the same way (so a key moved in the
  * source is not a change): each line marked `+` (added), `−` (removed) or blank, in `ins`/`del`
- * elements, with a count of each above.
+ * elements, with a count of each above; unchanged stretches away from any change are folded.
  */
 export function DiffView({ before, after, label }: { before: unknown; after: unknown; label: string }) {
   const lines = useMemo(() => linesOf(before, after), [before, after]);
+  const rows = useMemo(() => fold(lines), [lines]);
   const added = lines.filter((line) => line.kind === 'added').length;
   const removed = lines.filter((line) => line.kind === 'removed').length;
   return (
@@ -36,7 +60,13 @@ export function DiffView({ before, after, label }: { before: unknown; after: unk
         {added === 0 && removed === 0 ? 'No differences.' : `${added} line${added === 1 ? '' : 's'} added, ${removed} removed.`}
       </figcaption>
       <pre className={styles.diffLines}>
-        {lines.map((line, index) => {
+        {rows.map((line, index) => {
+          if (line.kind === 'folded')
+            return (
+              <span key={index} className={styles.folded}>
+                {`⋯ ${line.count} unchanged line${line.count === 1 ? '' : 's'}\n`}
+              </span>
+            );
           const content = (
             <>
               <span className={styles.marker} aria-hidden="true">

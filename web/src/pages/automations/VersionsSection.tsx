@@ -3,6 +3,7 @@ import { usePermissions } from '../../auth/SessionContext.tsx';
 import { Badge, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
 import { Button, ErrorMessage, Loading } from '../../ui/controls.tsx';
 import { automationKeys, formatTime, type Automation, type AutomationVersion } from './api.ts';
+import { useMemberName } from '../inbox/compose/members.ts';
 import { DiffView } from './DiffView.tsx';
 import { VersionEditor } from './VersionEditor.tsx';
 import { VersionSelect } from './VersionSelect.tsx';
@@ -12,6 +13,9 @@ import styles from './automations.module.css';
 /** The automation's versions, newest first; a diff between any two; the next version written from any of them. */
 export function VersionsSection({ automation }: { automation: Automation }) {
   const writable = usePermissions().can('automations:write');
+  const memberName = useMemberName();
+  // A member wrote it from the dashboard, or a credential (an API key, an OAuth token) through the API.
+  const writer = (id: string) => (id.startsWith('mem_') ? memberName(id) : `API credential ${id}`);
   const list = useCursorList<AutomationVersion>(automationKeys.versions(automation.id), `/v1/automations/${automation.id}/versions`);
   /** The version the editor starts from (its definition); null: the editor is closed. */
   const [editingFrom, setEditingFrom] = useState<number | null>(null);
@@ -48,7 +52,7 @@ export function VersionsSection({ automation }: { automation: Automation }) {
                     <td>{version.message ?? '—'}</td>
                     <td>
                       {formatTime(version.created_at)}
-                      <div className={styles.muted}>by {version.created_by}</div>
+                      <div className={styles.muted}>by {writer(version.created_by)}</div>
                     </td>
                     <td>
                       {version.warnings.length === 0 ? (

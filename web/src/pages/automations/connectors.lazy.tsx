@@ -133,6 +133,11 @@ function ConnectorAccountsPage() {
   );
 }
 
+/** The catalogue's prose, whose `code` spans are marked with backticks. */
+function Prose({ text }: { text: string }) {
+  return text.split('`').map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
+}
+
 /** One of a connector's fields: a secret is typed into a password box and never shown back. */
 function FieldInput({ field, value, onChange, error }: { field: ConnectorField; value: string; onChange: (value: string) => void; error: string | null }) {
   if (field.type === 'select') {
@@ -210,7 +215,7 @@ function ConnectAccount({ catalogue, onClose }: { catalogue: Connector[]; onClos
         </SelectField>
         {connector && (
           <p className={styles.muted}>
-            {connector.description} Connecting sends {connector.test_request.method} to the base URL
+            <Prose text={connector.description} /> Connecting sends {connector.test_request.method} to the base URL
             {connector.fields.some((f) => f.name === 'test_path') ? ' plus the test path' : ''}: it must answer 2xx, or nothing is stored. Calls may go to{' '}
             {connector.allowed_hosts} only.
           </p>
