@@ -3,6 +3,7 @@ import { createContext, use, useEffect, useState, type ReactNode } from 'react';
 import { fetchConversation } from '../api/inbox.ts';
 import { useSession, useSignedIn } from '../auth/SessionContext.tsx';
 import { createDispatcher } from './dispatch.ts';
+import { createLiveEvents, LiveEventsProvider } from './events.tsx';
 import { startEventStream, type LiveStatus } from './stream.ts';
 import styles from './live.module.css';
 
@@ -11,26 +12,38 @@ const LiveStatusContext = createContext<LiveStatus>('stopped');
 /**
  * The live stream for the signed-in part of the app: one per tab, opened once the member is signed
  * in and closed when they sign out (or another member signs in), its events applied to the query
- * cache. Children read the connection's state with `useLiveStatus()`.
+ * cache. Children read the connection's state with `useLiveStatus()`, and subscribe to event types with
+ * `useLiveEvents()` (live/events.tsx).
  */
 export function LiveUpdates({ children }: { children: ReactNode }) {
   const session = useSession();
   const queryClient = useQueryClient();
   const memberId = useSignedIn().member.id;
   const [status, setStatus] = useState<LiveStatus>('connecting');
+  const [events] = useState(createLiveEvents);
   useEffect(() => {
     const dispatcher = createDispatcher(queryClient, (id) => fetchConversation(session.api, id));
     const stream = startEventStream({
       open: (path, options) => session.api.open(path, options),
       currentToken: session.currentToken,
       renew: session.renew,
-      onEvent: dispatcher.apply,
-      onStale: dispatcher.stale,
+      onEvent: (event) => {
+        dispatcher.apply(event);
+        events.publish(event);
+      },
+      onStale: (before) => {
+        dispatcher.stale(before);
+        events.missed();
+      },
       onStatus: setStatus,
     });
     return () => stream.stop();
-  }, [session, queryClient, memberId]);
-  return <LiveStatusContext value={status}>{children}</LiveStatusContext>;
+  }, [session, queryClient, memberId, events]);
+  return (
+    <LiveStatusContext value={status}>
+      <LiveEventsProvider events={events}>{children}</LiveEventsProvider>
+    </LiveStatusContext>
+  );
 }
 
 export function useLiveStatus(): LiveStatus {
