@@ -100,6 +100,9 @@ const templatesRoute = createRoute({ getParentRoute: () => appRoute, path: '/tem
 const notificationsRoute = createRoute({ getParentRoute: () => appRoute, path: '/notifications' }).lazy(() =>
   import('./pages/notifications/notifications.lazy.tsx').then((page) => page.Route),
 );
+const notificationRoute = createRoute({ getParentRoute: () => appRoute, path: '/notifications/$notificationId' }).lazy(() =>
+  import('./pages/notifications/notification.lazy.tsx').then((page) => page.Route),
+);
 const notificationBatchRoute = createRoute({ getParentRoute: () => appRoute, path: '/notifications/batches/$batchId' }).lazy(() =>
   import('./pages/notifications/batch.lazy.tsx').then((page) => page.Route),
 );
@@ -141,6 +144,7 @@ const settingsRoutes = [
   authorizedAppsRoute,
   templatesRoute,
   notificationsRoute,
+  notificationRoute,
   notificationBatchRoute,
   schedulesRoute,
   scheduleRoute,
