@@ -6,8 +6,10 @@ import {
   CreateScheduleBody,
   OccurrenceListQuery,
   OccurrenceListSchema,
+  PreviewScheduleBody,
   ScheduleListQuery,
   ScheduleListSchema,
+  SchedulePreviewSchema,
   ScheduleSchema,
   UpdateScheduleBody,
 } from './schedules.schemas.ts';
@@ -24,6 +26,17 @@ export function registerSchedulesRoutes(app: HttpServer, service: SchedulesServi
     schema: { tags, summary: 'Create a schedule', body: CreateScheduleBody, response: { 201: ScheduleSchema } },
     handler: async (request, reply) =>
       reply.code(201).send(await service.create({ principal: requirePrincipal(request), requestId: request.id }, request.body)),
+  });
+
+  app.post('/v1/schedules/preview', {
+    config: { access: read },
+    schema: {
+      tags,
+      summary: 'Preview a recurrence: its description and first occurrences from now, refused as creating it would be; nothing is stored',
+      body: PreviewScheduleBody,
+      response: { 200: SchedulePreviewSchema },
+    },
+    handler: async (request) => service.preview(request.body),
   });
 
   app.get('/v1/schedules', {

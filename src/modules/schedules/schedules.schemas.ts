@@ -147,6 +147,32 @@ export const CreateScheduleBody = Strict({
 });
 export type CreateScheduleInput = Static<typeof CreateScheduleBody>;
 
+export const PREVIEW_DEFAULT_COUNT = 5;
+
+export const PreviewScheduleBody = Strict({
+  timezone: Type.Optional(TimeZone),
+  recurrence: RecurrenceBody,
+  start_at: Type.Optional(StartAt),
+  end_at: Type.Optional(EndAt),
+  max_occurrences: Type.Optional(MaxOccurrences),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, description: `How many occurrences to show (default ${PREVIEW_DEFAULT_COUNT}, at most 20).` })),
+});
+export type PreviewScheduleInput = Static<typeof PreviewScheduleBody>;
+
+export const SchedulePreviewSchema = Type.Object({
+  object: Type.Literal('schedule_preview'),
+  timezone: Type.String({ description: 'The time zone as the service resolved it (canonical letter case).' }),
+  description: Type.String({ description: 'The recurrence in words, as a schedule made from it would say.' }),
+  occurrences: Type.Array(
+    Type.Object({
+      scheduled_for: Timestamp,
+      scheduled_for_local: Type.String({ description: 'The same time in the time zone, with its offset, as an occurrence says it.' }),
+      reason: Nullable(Type.String({ description: 'Why it is not at the time the recurrence names (moved out of a daylight-saving gap); null otherwise.' })),
+    }),
+  ),
+});
+export type SchedulePreview = Static<typeof SchedulePreviewSchema>;
+
 export const UpdateScheduleBody = Strict({
   name: Type.Optional(Nullable(Name)),
   status: Type.Optional(Type.Enum(SETTABLE_STATUSES, { description: '`paused` pauses it; `active` resumes it from now (and clears its failures).' })),

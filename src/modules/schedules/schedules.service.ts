@@ -29,7 +29,10 @@ import {
   CATCHUP_WINDOW_DEFAULT_SECONDS,
   CATCHUP_WINDOW_MAX_SECONDS,
   MIN_SPACING_SECONDS,
+  PREVIEW_DEFAULT_COUNT,
   type CreateScheduleInput,
+  type PreviewScheduleInput,
+  type SchedulePreview,
   type OccurrenceStatus,
   type OverlapPolicy,
   type Schedule,
@@ -93,6 +96,9 @@ function toOccurrence(row: ScheduleOccurrencesTable): ScheduleOccurrence {
     created_at: row.created_at,
   };
 }
+
+/** What a request says about when a new schedule's occurrences come due (a create, or a preview). */
+type TimingInput = Pick<CreateScheduleInput, 'timezone' | 'recurrence' | 'start_at' | 'end_at'>;
 
 /** The fields that decide when occurrences come due. */
 interface TimingFields {
@@ -221,6 +227,23 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
     return recurrence.type === 'once'
       ? invalidParam('/recurrence/at', 'must fall between start_at and end_at')
       : invalidParam('/end_at', 'leaves no occurrence: the recurrence has none from now (and start_at) until end_at');
+  }
+
+  /**
+   * A new schedule's timing from the request, checked as creating it checks it (the same refusals,
+   * on the same fields): what `create` stores and what `preview` shows.
+   */
+  function plan(input: TimingInput, now: Date) {
+    const timezone = timeZoneOf(input.timezone ?? 'UTC');
+    const startAt = input.start_at === undefined ? now.toISOString() : new Date(input.start_at).toISOString();
+    const endAt = input.end_at === undefined ? null : new Date(input.end_at).toISOString();
+    checkBounds(startAt, endAt, '/end_at');
+    const recurrence = input.recurrence.type === 'once' ? { ...input.recurrence, at: new Date(input.recurrence.at).toISOString() } : input.recurrence;
+    checkRecurrence(recurrence, timezone, now, new Date(Math.max(now.getTime(), Date.parse(startAt))));
+    const timing = timingOf({ timezone, recurrence: JSON.stringify(recurrence), start_at: startAt, end_at: endAt });
+    const first = slotAfter(timing, now, true);
+    if (!first) throw noOccurrence(recurrence);
+    return { timezone, startAt, endAt, recurrence, timing, first };
   }
 
   function upcoming(row: SchedulesTable, count: number): ScheduleOccurrence[] {
@@ -400,15 +423,7 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
     async create(actor: Actor, input: CreateScheduleInput): Promise<Schedule> {
       const { principal } = actor;
       const now = clock.now();
-      const timezone = timeZoneOf(input.timezone ?? 'UTC');
-      const startAt = input.start_at === undefined ? now.toISOString() : new Date(input.start_at).toISOString();
-      const endAt = input.end_at === undefined ? null : new Date(input.end_at).toISOString();
-      checkBounds(startAt, endAt, '/end_at');
-      const recurrence = input.recurrence.type === 'once' ? { ...input.recurrence, at: new Date(input.recurrence.at).toISOString() } : input.recurrence;
-      checkRecurrence(recurrence, timezone, now, new Date(Math.max(now.getTime(), Date.parse(startAt))));
-      const timing = timingOf({ timezone, recurrence: JSON.stringify(recurrence), start_at: startAt, end_at: endAt });
-      const first = slotAfter(timing, now, true);
-      if (!first) throw noOccurrence(recurrence);
+      const { timezone, startAt, endAt, recurrence, first } = plan(input, now);
       // Outside the transaction: it reads through the service's own handle (see docs/architecture.md).
       const target = await checkTarget(principal, input.target);
       const status = input.status ?? 'active';
@@ -557,6 +572,26 @@ export function createSchedulesService(deps: SchedulesServiceDeps) {
         await audit.record(trx, actor, { action: 'schedule.deleted', target: { type: 'schedule', id }, data: { status: row.status } });
         return { id, object: 'schedule' as const, deleted: true as const };
       });
+    },
+
+    /**
+     * What a schedule with this timing would do, without creating one: the recurrence in words and
+     * its first occurrences from now, refused exactly as `create` would refuse it. The dashboard
+     * shows it before saving, so the browser never re-implements the service's calendar rules.
+     */
+    preview(input: PreviewScheduleInput): SchedulePreview {
+      const { timezone, recurrence, timing, first } = plan(input, clock.now());
+      const count = Math.min(input.count ?? PREVIEW_DEFAULT_COUNT, input.max_occurrences ?? Number.MAX_SAFE_INTEGER);
+      return {
+        object: 'schedule_preview',
+        timezone,
+        description: describeRecurrence(recurrence, timezone),
+        occurrences: slotsAfter(timing, first, count, true).map((slot) => ({
+          scheduled_for: slot.toISOString(),
+          scheduled_for_local: localIso(slot, timezone),
+          reason: gapNote(timing, slot),
+        })),
+      };
     },
 
     /**

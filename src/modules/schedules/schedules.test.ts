@@ -195,6 +195,65 @@ describe('schedules', () => {
     });
   });
 
+  describe('preview', () => {
+    const preview = (body: Json, token = owner.token) => server.request('POST', '/v1/schedules/preview', { token, body });
+
+    it('describes the recurrence and lists its next occurrences exactly as the schedule made from it will have them, storing nothing', async () => {
+      const body = { timezone: 'europe/berlin', recurrence: { type: 'cron', expression: '0 9 * * 1-5' }, end_at: '2026-12-31T00:00:00Z' };
+      const shown = await preview({ ...body, count: 3 });
+      assert.equal(shown.status, 200, shown.text);
+      assert.deepEqual(shown.body, {
+        object: 'schedule_preview',
+        timezone: 'Europe/Berlin',
+        description: 'At 09:00, Monday through Friday (Europe/Berlin)',
+        occurrences: [
+          { scheduled_for: '2026-06-02T07:00:00.000Z', scheduled_for_local: '2026-06-02T09:00:00+02:00', reason: null },
+          { scheduled_for: '2026-06-03T07:00:00.000Z', scheduled_for_local: '2026-06-03T09:00:00+02:00', reason: null },
+          { scheduled_for: '2026-06-04T07:00:00.000Z', scheduled_for_local: '2026-06-04T09:00:00+02:00', reason: null },
+        ],
+      });
+      const before = (await server.request('GET', '/v1/schedules?limit=100', { token: owner.token })).body.data.length;
+      const schedule = await created(body);
+      assert.equal(schedule.next_occurrence_at, shown.body.occurrences[0].scheduled_for);
+      assert.equal(schedule.description, shown.body.description);
+      const upcoming = (await occurrences(schedule.id, '?include=upcoming&limit=3&order=asc')).body.data.map((o: Json) => o.scheduled_for);
+      assert.deepEqual(
+        upcoming,
+        shown.body.occurrences.map((o: Json) => o.scheduled_for),
+      );
+      assert.equal((await server.request('GET', '/v1/schedules?limit=100', { token: owner.token })).body.data.length, before + 1, 'only the create stored one');
+    });
+
+    it('stops at max_occurrences and at a once; defaults to five', async () => {
+      const interval = await preview({ recurrence: { type: 'interval', every_seconds: 3600 } });
+      assert.equal(interval.body.occurrences.length, 5);
+      const capped = await preview({ recurrence: { type: 'interval', every_seconds: 3600 }, max_occurrences: 2, count: 10 });
+      assert.equal(capped.body.occurrences.length, 2);
+      const once = await preview({ recurrence: { type: 'once', at: '2026-06-03T10:00:00Z' } });
+      assert.deepEqual(
+        once.body.occurrences.map((o: Json) => o.scheduled_for),
+        ['2026-06-03T10:00:00.000Z'],
+      );
+    });
+
+    it('refuses what creating would refuse, on the same field; a viewer may preview, an agent may not', async () => {
+      for (const [body, param] of [
+        [{ recurrence: { type: 'cron', expression: '* * * * *' } }, '/recurrence/expression'],
+        [{ recurrence: { type: 'cron', expression: '0 9 * * *' }, timezone: 'Mars/Olympus_Mons' }, '/timezone'],
+        [{ recurrence: { type: 'once', at: '2026-05-01T00:00:00Z' } }, '/recurrence/at'],
+        [{ recurrence: { type: 'cron', expression: '0 9 * * *' }, count: 21 }, '/count'],
+        [{ recurrence: { type: 'cron', expression: '0 9 * * *' }, target: targetOn(line) }, '/target'],
+      ] as const) {
+        const error = assertError(await preview(body), 400, 'validation_failed');
+        assert.equal(error.param, param, JSON.stringify(error));
+      }
+      const viewer = await addMember(server, owner.organizationId, 'viewer');
+      assert.equal((await preview({ recurrence: { type: 'cron', expression: '0 9 * * *' } }, viewer.token)).status, 200);
+      const agent = await addMember(server, owner.organizationId, 'agent');
+      assertError(await preview({ recurrence: { type: 'cron', expression: '0 9 * * *' } }, agent.token), 403, 'scope_missing');
+    });
+  });
+
   describe('bad input', () => {
     const cron = (expression: string) => ({ recurrence: { type: 'cron', expression } });
     async function refused(body: Json, param: string, message?: RegExp) {
