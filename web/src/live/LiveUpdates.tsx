@@ -4,6 +4,7 @@ import { fetchConversation } from '../api/inbox.ts';
 import { useSession, useSignedIn } from '../auth/SessionContext.tsx';
 import { createDispatcher } from './dispatch.ts';
 import { startEventStream, type LiveStatus } from './stream.ts';
+import { publishLiveEvent } from './subscribe.ts';
 import styles from './live.module.css';
 
 const LiveStatusContext = createContext<LiveStatus>('stopped');
@@ -24,7 +25,10 @@ export function LiveUpdates({ children }: { children: ReactNode }) {
       open: (path, options) => session.api.open(path, options),
       currentToken: session.currentToken,
       renew: session.renew,
-      onEvent: dispatcher.apply,
+      onEvent: (event) => {
+        dispatcher.apply(event);
+        publishLiveEvent(event);
+      },
       onStale: dispatcher.stale,
       onStatus: setStatus,
     });
