@@ -77,6 +77,9 @@ export const conversationRoute = createRoute({
 });
 
 const connectionsRoute = createRoute({ getParentRoute: () => appRoute, path: '/connections', component: ConnectionsPage });
+const connectionRoute = createRoute({ getParentRoute: () => appRoute, path: '/connections/$connectionId' }).lazy(() =>
+  import('./pages/connections/connection.lazy.tsx').then((page) => page.Route),
+);
 
 // The settings pages, each loaded when first visited so the inbox's bundle never grows with them.
 const apiKeysRoute = createRoute({ getParentRoute: () => appRoute, path: '/developers/api-keys' }).lazy(() =>
@@ -137,6 +140,7 @@ const membersRoute = createRoute({ getParentRoute: () => appRoute, path: '/membe
   import('./pages/members/members.lazy.tsx').then((page) => page.Route),
 );
 const settingsRoutes = [
+  connectionRoute,
   apiKeysRoute,
   webhooksRoute,
   webhookEndpointRoute,

@@ -214,7 +214,7 @@ describe('schedules', () => {
       });
       const before = (await server.request('GET', '/v1/schedules?limit=100', { token: owner.token })).body.data.length;
       const schedule = await created(body);
-      assert.equal(schedule.next_occurrence_at, shown.body.occurrences[0].scheduled_for);
+      assert.equal(schedule.next_occurrence_at, shown.body.occurrences[0]!.scheduled_for);
       assert.equal(schedule.description, shown.body.description);
       const upcoming = (await occurrences(schedule.id, '?include=upcoming&limit=3&order=asc')).body.data.map((o: Json) => o.scheduled_for);
       assert.deepEqual(

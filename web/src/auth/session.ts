@@ -103,6 +103,16 @@ export function createSession() {
       const token = await api.post<DashboardToken>('/auth/signup', details, { anonymous: true });
       set({ status: 'signed_in', token }, { broadcast: true });
     },
+    /**
+     * Accepts an invitation (`POST /v1/invites/accept`) and signs in as the new member. A person who
+     * already has an account proves it with a dashboard token of theirs, so the current one is sent
+     * when there is one; for a new person the API does not read it.
+     */
+    async acceptInvite(details: { token: string; password?: string; name?: string }): Promise<DashboardToken> {
+      const token = await api.post<DashboardToken>('/v1/invites/accept', details, { anonymous: currentToken() === null });
+      set({ status: 'signed_in', token }, { broadcast: true });
+      return token;
+    },
     async signOut(): Promise<void> {
       // The refresh cookie names the session; a failure still signs this browser out.
       await api.post('/auth/logout', undefined, { anonymous: true }).catch(() => undefined);

@@ -1,4 +1,4 @@
-import { useConnections } from '../connections/ConnectionsPage.tsx';
+import { useConnections } from '../connections/connections-data.ts';
 
 /** Words for where an automation or account runs: its connection's name, or every number of its mode. */
 export function useRunsOn(): (connectionId: string | null, mode: 'live' | 'test') => string {

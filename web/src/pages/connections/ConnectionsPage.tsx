@@ -1,27 +1,19 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
-import { sandboxAvailable, sendAsCustomer } from '../../api/sandbox.ts';
+import { sendAsCustomer } from '../../api/sandbox.ts';
 import type { Connection } from '../../api/types.ts';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { Button, Empty, ErrorMessage, Loading, TextField } from '../../ui/controls.tsx';
+import { connectionLabel, connectionsQueryKey, useConnections, useOnboardingUpdates, useSandbox } from './connections-data.ts';
 import styles from './connections.module.css';
-
-export const connectionsQueryKey = ['connections'] as const;
-
-/** Every connection of the organization (an organization has few; the API's cursor is followed anyway). */
-export function useConnections() {
-  const api = useApi();
-  return useQuery({
-    queryKey: connectionsQueryKey,
-    queryFn: () => api.all<Connection>('/v1/connections'),
-  });
-}
+import { ImportProgress } from './ImportProgress.tsx';
 
 export function ConnectionsPage() {
   const connections = useConnections();
   const permissions = usePermissions();
-  const sandbox = useQuery({ queryKey: ['sandbox-available'], queryFn: sandboxAvailable, staleTime: Infinity });
+  const sandbox = useSandbox();
+  useOnboardingUpdates();
   const live = connections.data?.filter((connection) => connection.status !== 'disconnected') ?? [];
   return (
     <div className={styles.page}>
@@ -47,13 +39,17 @@ export function ConnectionsPage() {
                 <th scope="col">Status</th>
                 <th scope="col">Quality</th>
                 <th scope="col">Tier</th>
+                <th scope="col">Throughput</th>
+                <th scope="col">History import</th>
               </tr>
             </thead>
             <tbody>
               {live.map((connection) => (
                 <tr key={connection.id}>
                   <td>
-                    {connection.name ?? connection.verified_name ?? connection.id}
+                    <Link to="/connections/$connectionId" params={{ connectionId: connection.id }}>
+                      {connectionLabel(connection)}
+                    </Link>
                     {connection.test && <span className={styles.badge}> test</span>}
                   </td>
                   <td>{connection.display_phone_number ?? connection.phone_number_id}</td>
@@ -64,6 +60,14 @@ export function ConnectionsPage() {
                   </td>
                   <td>{connection.quality_rating ?? '—'}</td>
                   <td>{connection.messaging_limit_tier ?? '—'}</td>
+                  <td>{connection.throughput_per_second}/s</td>
+                  <td>
+                    {connection.onboarding ? (
+                      <ImportProgress onboarding={connection.onboarding} label={`History import of ${connectionLabel(connection)}`} compact />
+                    ) : (
+                      '—'
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -80,9 +84,17 @@ function ConnectSandboxNumber() {
   const queryClient = useQueryClient();
   const [name, setName] = useState('');
   const [test, setTest] = useState(true);
+  const [coexistence, setCoexistence] = useState(false);
   const connect = useMutation({
     // The sandbox accepts any authorization code: this stands in for the provider's signup popup.
-    mutationFn: () => api.post<Connection>('/v1/connections', { code: `dashboard-${crypto.randomUUID()}`, test, ...(name ? { name } : {}) }),
+    // A code starting with `coexistence` makes a business app number, whose history it then imports.
+    mutationFn: () =>
+      api.post<Connection>('/v1/connections', {
+        code: `${coexistence ? 'coexistence' : 'dashboard'}-${crypto.randomUUID()}`,
+        test,
+        coexistence,
+        ...(name ? { name } : {}),
+      }),
     onSuccess: async () => {
       setName('');
       await queryClient.invalidateQueries({ queryKey: connectionsQueryKey });
@@ -100,6 +112,9 @@ function ConnectSandboxNumber() {
         <TextField label="Connection name" placeholder="Support line" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} />
         <label className={styles.checkbox}>
           <input type="checkbox" checked={test} onChange={(e) => setTest(e.target.checked)} /> Test connection (never counted as usage)
+        </label>
+        <label className={styles.checkbox}>
+          <input type="checkbox" checked={coexistence} onChange={(e) => setCoexistence(e.target.checked)} /> Business app number (imports its chat history)
         </label>
         <Button type="submit" variant="primary" disabled={connect.isPending}>
           {connect.isPending ? 'Connecting…' : 'Connect number'}

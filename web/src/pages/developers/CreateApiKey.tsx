@@ -11,7 +11,7 @@ import {
 import { useApi } from '../../auth/SessionContext.tsx';
 import { dialogActionsClass, Modal } from '../../ui/admin.tsx';
 import { Button, ErrorMessage, errorFor, Loading, Notice, TextField } from '../../ui/controls.tsx';
-import { useConnections } from '../connections/ConnectionsPage.tsx';
+import { useConnections } from '../connections/connections-data.ts';
 import styles from './developers.module.css';
 import { Choice, ChoiceGroup, SelectField } from './fields.tsx';
 import type { ApiKeyWithSecret, CreateApiKeyInput } from './types.ts';

@@ -1,6 +1,6 @@
 import { EVENT_TYPES, type EventType } from '../../../../src/events/event-types.schemas.ts';
 import { Badge } from '../../ui/admin.tsx';
-import { useConnections } from '../connections/ConnectionsPage.tsx';
+import { useConnections } from '../connections/connections-data.ts';
 import styles from './developers.module.css';
 import { Choice, ChoiceGroup } from './fields.tsx';
 import type { WebhookDelivery, WebhookEndpoint } from './types.ts';

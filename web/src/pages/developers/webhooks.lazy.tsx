@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { dialogActionsClass, Modal, PagedList, tableClass, useCursorList } from '../../ui/admin.tsx';
 import { Button, ErrorMessage, errorFor, TextField } from '../../ui/controls.tsx';
-import { useConnections } from '../connections/ConnectionsPage.tsx';
+import { useConnections } from '../connections/connections-data.ts';
 import { fullTime } from '../inbox/format.ts';
 import { DevelopersPage } from './DevelopersPage.tsx';
 import styles from './developers.module.css';

@@ -5,7 +5,7 @@ import { ApiError } from '../../api/client.ts';
 import { queryKeys } from '../../api/keys.ts';
 import { useApi } from '../../auth/SessionContext.tsx';
 import { ErrorMessage, Loading, TextField } from '../../ui/controls.tsx';
-import { useConnections } from '../connections/ConnectionsPage.tsx';
+import { useConnections } from '../connections/connections-data.ts';
 import { bodyField, buttonField, missingField, slotsOf, templateInput, type Slots, type Values } from '../inbox/compose/templates.ts';
 import { SelectField } from './fields.tsx';
 import { TemplatePreview } from './TemplatePreview.tsx';

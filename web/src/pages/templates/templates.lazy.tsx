@@ -5,7 +5,7 @@ import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, Badge, ConfirmButton, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
 import { Button, ErrorMessage, Loading } from '../../ui/controls.tsx';
 import { TEMPLATE_STATUSES } from '../../../../src/provider/provider.schemas.ts';
-import { useConnections } from '../connections/ConnectionsPage.tsx';
+import { useConnections } from '../connections/connections-data.ts';
 import { dateTime } from '../inbox/compose/format.ts';
 import { SelectField } from './fields.tsx';
 import { templateKeys } from './keys.ts';
