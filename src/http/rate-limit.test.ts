@@ -233,6 +233,8 @@ describe('rate limits: a token bucket per credential and per source address', ()
         '/.well-known/oauth-authorization-server',
         '/.well-known/oauth-protected-resource/mcp',
         '/.well-known/oauth-protected-resource/v1',
+        '/dashboard',
+        '/dashboard/*',
         '/docs/errors',
         '/docs/errors/:code',
         '/healthz',
