@@ -27,6 +27,8 @@ export interface RequestOptions {
   body?: unknown;
   /** A side-effecting POST gets one generated unless given: a retried click never acts twice. */
   idempotencyKey?: string;
+  /** A POST that computes and stores nothing (a preview): no Idempotency-Key, so no answer is kept. */
+  readOnly?: boolean;
   signal?: AbortSignal;
   /** Sign-in and refresh themselves: no bearer, no retry on 401. */
   anonymous?: boolean;
@@ -83,7 +85,7 @@ export function createApiClient(tokens: TokenSource) {
 
   async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     // The same key across the renewal retry: the first attempt was refused before doing anything.
-    const generated = method === 'POST' && !options.anonymous ? crypto.randomUUID() : undefined;
+    const generated = method === 'POST' && !options.anonymous && !options.readOnly ? crypto.randomUUID() : undefined;
     const sent = { ...options, idempotencyKey: options.idempotencyKey ?? generated };
     const bearer = tokens.current();
     let response = await send(method, path, sent, bearer);

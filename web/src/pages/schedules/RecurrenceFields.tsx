@@ -1,7 +1,11 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
+import { ApiError } from '../../api/client.ts';
+import type { SchedulePreview } from '../../../../src/modules/schedules/schedules.schemas.ts';
+import { useApi } from '../../auth/SessionContext.tsx';
 import { TextField, errorFor } from '../../ui/controls.tsx';
 import { SelectField } from '../templates/fields.tsx';
-import { describeRecurrence, instantIn, localInput, nextOccurrences, occurrenceText, recurrenceProblem, resolveTimeZone, type Timing } from './recurrence.ts';
+import { instantIn, knownTimeZone, localInput, occurrenceText } from './recurrence.ts';
 import styles from '../templates/templates.module.css';
 import type { Schedule, ScheduleRecurrence } from './types.ts';
 
@@ -59,13 +63,13 @@ export interface ReadDraft {
   startAt: Date | null;
   endAt: Date | null;
   maxOccurrences: number | null;
-  /** What the service would refuse, found before asking it. */
+  /** What cannot even be sent (an unreadable field), found before asking the service. */
   problem: { param: string; message: string } | null;
 }
 
 /** The draft as the API's values; an unreadable part is a problem on its field. */
 export function readDraft(draft: RecurrenceDraft, now: Date): ReadDraft {
-  const timezone = resolveTimeZone(draft.timezone.trim()) ?? null;
+  const timezone = knownTimeZone(draft.timezone.trim()) ? draft.timezone.trim() : null;
   const read: ReadDraft = { recurrence: null, timezone, startAt: null, endAt: null, maxOccurrences: null, problem: null };
   if (!timezone) return { ...read, problem: { param: 'timezone', message: 'Not a time zone this browser knows: a name such as Europe/Berlin or UTC.' } };
   read.startAt = draft.startAt ? instantIn(draft.startAt, timezone) : null;
@@ -81,8 +85,7 @@ export function readDraft(draft: RecurrenceDraft, now: Date): ReadDraft {
   if (read.endAt && read.endAt.getTime() <= (read.startAt ?? now).getTime()) {
     return { ...read, problem: { param: 'end_at', message: 'The end must be after the start.' } };
   }
-  const from = new Date(Math.max(now.getTime(), read.startAt?.getTime() ?? 0));
-  return { ...read, problem: recurrenceProblem(read.recurrence, timezone, now, from) };
+  return read;
 }
 
 /**
@@ -113,19 +116,32 @@ export function RecurrenceFields({
   const now = new Date();
   const read = readDraft(draft, now);
   const set = <K extends keyof RecurrenceDraft>(key: K, value: RecurrenceDraft[K]) => onChange({ ...draft, [key]: value });
-  const fieldError = (param: string) => errorFor(refusal, param) ?? (read.problem?.param === param ? read.problem.message : null);
-  let occurrences: Date[] = [];
-  if (read.recurrence && read.timezone && !read.problem) {
-    const timing: Timing = {
-      recurrence: read.recurrence,
-      timeZone: read.timezone,
-      startAt: storedUnlessChanged(draft.startAt, existing?.start_at, read.timezone) ?? read.startAt ?? now,
-      endAt: storedUnlessChanged(draft.endAt, existing?.end_at, read.timezone) ?? read.endAt,
-    };
-    const last = existing?.last_occurrence_at ? new Date(existing.last_occurrence_at) : null;
-    const remaining = read.maxOccurrences === null ? Infinity : read.maxOccurrences - (existing?.occurrence_count ?? 0);
-    occurrences = nextOccurrences(timing, now, PREVIEWED, last, remaining);
-  }
+  // What the service makes of it: its words and its next occurrences, or its refusal (on the field
+  // a create would name). The previous answer stays shown while the next is on its way.
+  const api = useApi();
+  const body =
+    read.recurrence && read.timezone && !read.problem
+      ? {
+          recurrence: read.recurrence,
+          timezone: read.timezone,
+          start_at: (storedUnlessChanged(draft.startAt, existing?.start_at, read.timezone) ?? read.startAt)?.toISOString(),
+          end_at: (storedUnlessChanged(draft.endAt, existing?.end_at, read.timezone) ?? read.endAt)?.toISOString(),
+          max_occurrences: read.maxOccurrences === null ? undefined : Math.max(1, read.maxOccurrences - (existing?.occurrence_count ?? 0)),
+          count: PREVIEWED,
+        }
+      : null;
+  const preview = useQuery({
+    queryKey: ['schedule-preview', body],
+    queryFn: ({ signal }) => api.post<SchedulePreview>('/v1/schedules/preview', body, { readOnly: true, signal }),
+    enabled: body !== null,
+    placeholderData: keepPreviousData,
+    retry: false,
+    staleTime: 30_000,
+  });
+  const refused = body !== null && preview.error instanceof ApiError ? preview.error : null;
+  const fieldError = (param: string) => errorFor(refusal, param) ?? errorFor(refused, param) ?? (read.problem?.param === param ? read.problem.message : null);
+  const shown = body !== null && !refused ? preview.data : undefined;
+  const occurrences = shown?.occurrences.map((occurrence) => new Date(occurrence.scheduled_for)) ?? [];
   return (
     <div className={styles.split}>
       <div className={styles.stack}>
@@ -217,27 +233,25 @@ export function RecurrenceFields({
       </div>
       <section className={styles.preview} aria-label="When it runs" data-testid="recurrence-preview">
         <p className={styles.previewLabel}>When it runs</p>
-        {read.recurrence && read.timezone ? (
-          <p data-testid="recurrence-description">{describeRecurrence(read.recurrence, read.timezone)}</p>
+        {shown ? (
+          <p data-testid="recurrence-description">{shown.description}</p>
         ) : (
-          <p className={styles.muted}>Complete the fields to see it in words.</p>
+          <p className={styles.muted}>{body && preview.isFetching ? 'Asking the service…' : 'Complete the fields to see it in words.'}</p>
         )}
-        {read.problem ? (
-          <p className={styles.problem}>The service will refuse this: {read.problem.message}</p>
+        {read.problem || refused ? (
+          <p className={styles.problem}>The service will refuse this: {read.problem?.message ?? refused?.message}</p>
         ) : occurrences.length > 0 ? (
           <>
             <p className={styles.previewLabel}>Next {occurrences.length === 1 ? 'occurrence' : `${occurrences.length} occurrences`}</p>
             <ol className={styles.occurrences} aria-label="Next occurrences">
               {occurrences.map((date) => (
                 <li key={date.getTime()} data-at={date.toISOString()}>
-                  {occurrenceText(date, read.timezone!)}
+                  {occurrenceText(date, shown!.timezone)}
                 </li>
               ))}
             </ol>
           </>
-        ) : (
-          read.recurrence && <p className={styles.problem}>No occurrence remains between now and the end: the service will refuse it.</p>
-        )}
+        ) : null}
       </section>
     </div>
   );
