@@ -139,7 +139,16 @@ const billingRoute = createRoute({ getParentRoute: () => appRoute, path: '/billi
 const membersRoute = createRoute({ getParentRoute: () => appRoute, path: '/members' }).lazy(() =>
   import('./pages/members/members.lazy.tsx').then((page) => page.Route),
 );
+/** The Developers section's own address: its first tab (the link stays highlighted on every tab). */
+const developersRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/developers',
+  beforeLoad: () => {
+    throw redirect({ to: '/developers/api-keys' });
+  },
+});
 const settingsRoutes = [
+  developersRoute,
   connectionRoute,
   apiKeysRoute,
   webhooksRoute,

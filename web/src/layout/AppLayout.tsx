@@ -39,8 +39,8 @@ export function AppLayout() {
             {can('connectors:read') && <Link to="/connectors">Connector accounts</Link>}
             {can('usage:read') && <Link to="/usage">Usage</Link>}
             {administer && <Link to="/billing">Billing</Link>}
-            {administer && <Link to="/members">Members</Link>}
-            {administer && <Link to="/developers/api-keys">Developers</Link>}
+            <Link to="/members">Members</Link>
+            {administer && <Link to="/developers">Developers</Link>}
           </nav>
           <div className={styles.me}>
             <LiveIndicator />
