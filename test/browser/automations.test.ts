@@ -9,8 +9,8 @@ import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { addMember, createConnection, inbound, newCustomer, settle, signUp, type SignedUp } from '../factories.ts';
 import { startApi } from '../fake-api.ts';
-import { suiteScope, type TestServer } from '../harness.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
+import type { TestServer } from '../harness.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn, unlabelledControls } from './browser.ts';
 
 type Json = Record<string, any>;
 
@@ -64,12 +64,7 @@ const offerNeedsApproval = {
 };
 
 describe('dashboard: automations, runs, approvals and connector accounts', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   async function call(server: TestServer, token: string, method: string, path: string, body?: unknown): Promise<Json> {
     const response = await server.request(method, path, { token, ...(body === undefined ? {} : { body }) });

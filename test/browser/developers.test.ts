@@ -10,9 +10,9 @@ import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { verifyWebhookSignature } from '../../src/events/webhook-signature.ts';
 import { addMember, createConnection, createKey, signUp, type SignedUp } from '../factories.ts';
-import { suiteScope, type TestServer } from '../harness.ts';
+import type { TestServer } from '../harness.ts';
 import { startReceiver } from '../receiver.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn, unlabelledControls } from './browser.ts';
 
 /** Where the OAuth app "lives": the browser is stopped there, never sent anywhere. */
 const REDIRECT_URI = 'http://127.0.0.1:4567/callback';
@@ -28,12 +28,7 @@ async function openDevelopers(page: Page, member: { email: string; password: str
 const tab = (page: Page, name: string) => page.getByRole('navigation', { name: 'Developers' }).getByRole('link', { name });
 
 describe('dashboard: developers', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   it(
     'creates an API key that is shown once and copied, then revokes it: the API refuses it from then on',

@@ -12,9 +12,9 @@ import { ManualClock } from '../../src/lib/clock.ts';
 import { PLANS } from '../../src/modules/usage/plans.ts';
 import { PLAN_SUMMARIES } from '../../web/src/pages/billing/plans.ts';
 import { startFakeStripe } from '../fake-stripe.ts';
-import { suiteScope, type TestServer } from '../harness.ts';
+import type { TestServer } from '../harness.ts';
 import { addMember, createConnection, inbound, settle, signUp } from '../factories.ts';
-import { browserTest, launchBrowser, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
+import { browserTest, dashboardSuite, openDashboard, signIn, startDashboardServer, unlabelledControls } from './browser.ts';
 
 /** The service's PUBLIC_BASE_URL in tests: links it builds (checkout's return, invite mails) point there. */
 const PUBLIC_BASE_URL = 'http://localhost:3000';
@@ -49,12 +49,7 @@ async function inviteLinkMailedTo(server: TestServer, email: string): Promise<st
 }
 
 describe('the organization’s pages', () => {
-  const scope = suiteScope();
-  const setup = (async () => {
-    const server = await startDashboardServer(scope);
-    const browser = await launchBrowser(scope);
-    return { server, browser };
-  })();
+  const setup = dashboardSuite();
 
   it(
     "a connection's page syncs, re-authorises after the provider refused its token, and disconnects",

@@ -1,4 +1,4 @@
-import { useId, type ButtonHTMLAttributes, type InputHTMLAttributes, type ReactNode } from 'react';
+import { useId, type ButtonHTMLAttributes, type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes } from 'react';
 import { ApiError, NetworkError } from '../api/client.ts';
 import styles from './ui.module.css';
 
@@ -7,26 +7,33 @@ export function Button({ variant, className, ...props }: ButtonHTMLAttributes<HT
   return <button type="button" {...props} className={classes} />;
 }
 
-/** A labelled input; the label is always there for screen readers, the error is tied to the input. */
-export function TextField({
+interface FieldProps {
+  label: string;
+  hint?: ReactNode;
+  error?: string | null;
+  /** The label beside the control rather than above it (a list's filter). */
+  inline?: boolean;
+}
+
+/**
+ * The frame of every labelled control: the label tied to it, then the API's complaint about it or
+ * else its hint, each tied to the control by aria-describedby.
+ */
+function Field({
   label,
   hint,
   error,
-  ...props
-}: InputHTMLAttributes<HTMLInputElement> & { label: string; hint?: ReactNode; error?: string | null }) {
+  inline,
+  render,
+}: FieldProps & { render: (control: { id: string; 'aria-invalid'?: true; 'aria-describedby'?: string }) => ReactNode }) {
   const id = useId();
+  const described = error ? `${id}-error` : hint ? `${id}-hint` : undefined;
   return (
-    <div className={styles.field}>
+    <div className={inline ? styles.inlineField : styles.field}>
       <label htmlFor={id} className={styles.label}>
         {label}
       </label>
-      <input
-        id={id}
-        className={styles.input}
-        aria-invalid={error ? true : undefined}
-        aria-describedby={error ? `${id}-error` : hint ? `${id}-hint` : undefined}
-        {...props}
-      />
+      {render({ id, ...(error ? { 'aria-invalid': true as const } : {}), ...(described ? { 'aria-describedby': described } : {}) })}
       {hint && !error && (
         <span id={`${id}-hint`} className={styles.hint}>
           {hint}
@@ -38,6 +45,39 @@ export function TextField({
         </span>
       )}
     </div>
+  );
+}
+
+/** A labelled input; the label is always there for screen readers, the error is tied to the input. */
+export function TextField({ label, hint, error, inline, ...props }: InputHTMLAttributes<HTMLInputElement> & FieldProps) {
+  return <Field label={label} hint={hint} error={error} inline={inline} render={(control) => <input className={styles.input} {...control} {...props} />} />;
+}
+
+export function SelectField({ label, hint, error, inline, children, ...props }: SelectHTMLAttributes<HTMLSelectElement> & FieldProps) {
+  return (
+    <Field
+      label={label}
+      hint={hint}
+      error={error}
+      inline={inline}
+      render={(control) => (
+        <select className={styles.input} {...control} {...props}>
+          {children}
+        </select>
+      )}
+    />
+  );
+}
+
+export function TextAreaField({ label, hint, error, inline, ...props }: TextareaHTMLAttributes<HTMLTextAreaElement> & FieldProps) {
+  return (
+    <Field
+      label={label}
+      hint={hint}
+      error={error}
+      inline={inline}
+      render={(control) => <textarea className={styles.input} rows={4} {...control} {...props} />}
+    />
   );
 }
 

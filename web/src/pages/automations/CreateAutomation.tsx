@@ -3,11 +3,10 @@ import { useNavigate } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { useApi } from '../../auth/SessionContext.tsx';
 import { Section } from '../../ui/admin.tsx';
-import { Button, ErrorMessage, errorFor, TextField } from '../../ui/controls.tsx';
+import { Button, errorFor, ErrorMessage, SelectField, TextField } from '../../ui/controls.tsx';
 import { useConnections } from '../connections/connections-data.ts';
 import { automationKeys, type Automation } from './api.ts';
 import { JsonField, parseJson, Problems } from './JsonField.tsx';
-import { SelectField } from './SelectField.tsx';
 import styles from './automations.module.css';
 
 const STARTER = `{

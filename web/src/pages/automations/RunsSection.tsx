@@ -1,8 +1,8 @@
+import { SelectField } from '../../ui/controls.tsx';
 import { Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { Badge, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
 import { formatTime, RUN_STATUS_OPTIONS, runKeys, toneOf, words, type Automation, type Run } from './api.ts';
-import { SelectField } from './SelectField.tsx';
 
 /** How a run ended, or what it waits for. */
 export function runResult(run: Run): string {

@@ -1,4 +1,4 @@
-import { SelectField } from './SelectField.tsx';
+import { SelectField } from '../../ui/controls.tsx';
 
 /** A version by number, newest first (1 to `latest`; a pruned one is refused by the API with its reason). */
 export function VersionSelect({ label, latest, value, onChange }: { label: string; latest: number; value: number; onChange: (value: number) => void }) {

@@ -4,12 +4,11 @@ import { useId, useState } from 'react';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { useLiveEvents } from '../../live/events.tsx';
 import { AdminPage, Badge, PagedList, Section, useCursorList } from '../../ui/admin.tsx';
-import { Button, ErrorMessage } from '../../ui/controls.tsx';
+import { Button, ErrorMessage, SelectField } from '../../ui/controls.tsx';
 import { useMemberName } from '../inbox/compose/members.ts';
 import { describeAction } from './actions.ts';
 import { approvalKeys, formatTime, runKeys, toneOf, type Approval } from './api.ts';
 import { prettyJson } from './JsonField.tsx';
-import { SelectField } from './SelectField.tsx';
 import styles from './automations.module.css';
 
 const DECIDED = ['approved', 'rejected', 'expired', 'canceled'] as const satisfies readonly Approval['status'][];

@@ -2,11 +2,10 @@ import { createLazyRoute, Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, Badge, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
-import { Button } from '../../ui/controls.tsx';
+import { Button, SelectField } from '../../ui/controls.tsx';
 import { automationKeys, formatTime, toneOf, type Automation } from './api.ts';
 import { useRunsOn } from './connections.ts';
 import { CreateAutomation } from './CreateAutomation.tsx';
-import { SelectField } from './SelectField.tsx';
 import styles from './automations.module.css';
 
 const STATUSES = ['draft', 'enabled', 'disabled'] as const satisfies readonly Automation['status'][];

@@ -4,12 +4,11 @@ import { useState, type FormEvent } from 'react';
 import type { ListPage } from '../../api/types.ts';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, Badge, ConfirmButton, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
-import { Button, ErrorMessage, errorFor, Loading, TextField } from '../../ui/controls.tsx';
+import { Button, errorFor, ErrorMessage, Loading, SelectField, TextField } from '../../ui/controls.tsx';
 import { useConnections } from '../connections/connections-data.ts';
 import { connectorKeys, formatTime, toneOf, words, type Connector, type ConnectorAccount, type ConnectorField } from './api.ts';
 import { useRunsOn } from './connections.ts';
 import { Problems } from './JsonField.tsx';
-import { SelectField } from './SelectField.tsx';
 import styles from './automations.module.css';
 
 const STATUSES = ['active', 'needs_reauth', 'error', 'revoked'] as const satisfies readonly ConnectorAccount['status'][];

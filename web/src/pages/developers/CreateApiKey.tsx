@@ -10,10 +10,10 @@ import {
 } from '../../../../src/modules/credentials/scopes.schemas.ts';
 import { useApi } from '../../auth/SessionContext.tsx';
 import { dialogActionsClass, Modal } from '../../ui/admin.tsx';
-import { Button, ErrorMessage, errorFor, Loading, Notice, TextField } from '../../ui/controls.tsx';
+import { Button, errorFor, ErrorMessage, Loading, Notice, SelectField, TextField } from '../../ui/controls.tsx';
 import { useConnections } from '../connections/connections-data.ts';
 import styles from './developers.module.css';
-import { Choice, ChoiceGroup, SelectField } from './fields.tsx';
+import { Choice, ChoiceGroup } from './fields.tsx';
 import type { ApiKeyWithSecret, CreateApiKeyInput } from './types.ts';
 
 type Kind = CreateApiKeyInput['kind'];

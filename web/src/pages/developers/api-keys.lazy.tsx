@@ -1,3 +1,4 @@
+import { SelectField } from '../../ui/controls.tsx';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { createLazyRoute, Link } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -7,7 +8,6 @@ import { fullTime } from '../inbox/format.ts';
 import { CreateApiKey } from './CreateApiKey.tsx';
 import { DevelopersPage } from './DevelopersPage.tsx';
 import styles from './developers.module.css';
-import { SelectField } from './fields.tsx';
 import { developerKeys } from './queries.ts';
 import { RevealedSecret, type Revealed } from './RevealedSecret.tsx';
 import type { ApiKey, ApiKeyWithSecret } from './types.ts';

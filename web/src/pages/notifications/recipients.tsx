@@ -1,5 +1,5 @@
+import { TextAreaField } from '../../ui/controls.tsx';
 import { ApiError } from '../../api/client.ts';
-import { TextAreaField } from '../templates/fields.tsx';
 
 /** The numbers typed, one per line (or separated by commas), without spaces, brackets or dashes. */
 export function recipientsOf(text: string): string[] {

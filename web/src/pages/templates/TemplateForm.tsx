@@ -1,9 +1,8 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useApi } from '../../auth/SessionContext.tsx';
-import { Button, ErrorMessage, TextField, errorFor } from '../../ui/controls.tsx';
+import { Button, errorFor, ErrorMessage, SelectField, TextAreaField, TextField } from '../../ui/controls.tsx';
 import { TEMPLATE_CATEGORIES } from '../../../../src/provider/provider.schemas.ts';
-import { SelectField, TextAreaField } from './fields.tsx';
 import { templateKeys } from './keys.ts';
 import {
   BUTTON_LABELS,
