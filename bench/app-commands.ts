@@ -337,7 +337,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
 
     /** When each outbound message reached the sandbox provider, epoch milliseconds in arrival order. */
     async sandboxArrivals(args: { phoneNumberId: string }): Promise<number[]> {
-      return (app.sandbox?.state.sentBy(args.phoneNumberId) ?? []).map((message) => message.createdAt.getTime()).sort((a, b) => a - b);
+      return ((await app.sandbox?.state.sentBy(args.phoneNumberId)) ?? []).map((message) => message.createdAt.getTime()).sort((a, b) => a - b);
     },
 
     async startWorker(args: StartWorkerArgs): Promise<{ concurrency: number | 'default'; pollMs: number | 'default' }> {
@@ -481,19 +481,16 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
     async openSandboxWindows(args: { phoneNumberId: string; waIds: string[] }): Promise<void> {
       const sandbox = app.sandbox;
       if (!sandbox) throw new Error('the service is not in sandbox mode');
-      for (const waId of args.waIds) sandbox.state.recordInbound(sandbox.state.draftMessage('inbound', args.phoneNumberId, waId, 'text'));
+      for (const waId of args.waIds) await sandbox.state.recordInbound(sandbox.state.draftMessage('inbound', args.phoneNumberId, waId, 'text'));
     },
 
-    /** Waits (in memory, no store reads) until the sandbox has accepted `count` messages from the number. */
+    /** Waits until the sandbox has accepted `count` messages from the number (one indexed count per poll). */
     async waitForSends(args: WaitForSendsArgs): Promise<SandboxSends> {
       const sandbox = app.sandbox;
       if (!sandbox) throw new Error('the service is not in sandbox mode');
       const deadline = Date.now() + args.timeoutMs;
-      let sent = sandbox.state.sentBy(args.phoneNumberId);
-      while (sent.length < args.count && Date.now() < deadline) {
-        await sleep(20);
-        sent = sandbox.state.sentBy(args.phoneNumberId);
-      }
+      while ((await sandbox.state.sentCount(args.phoneNumberId)) < args.count && Date.now() < deadline) await sleep(20);
+      const sent = await sandbox.state.sentBy(args.phoneNumberId);
       const sends = sent.map((message) => ({ waId: message.waId, at: message.createdAt.getTime() })).sort((a, b) => a.at - b.at);
       return { sends, timedOut: sent.length < args.count };
     },

@@ -25,7 +25,8 @@ import { request } from 'undici';
 import { systemClock } from '../src/lib/clock.ts';
 import { createPacer, withPacing, type Pacer } from '../src/provider/pacing.ts';
 import { isProviderError, type OutboundMessage, type ProviderCredentials } from '../src/provider/provider.ts';
-import { createSandboxProvider } from '../src/provider/sandbox/index.ts';
+import { migrateToLatest, openStore, storeFor } from '../src/db/connect.ts';
+import { createSandboxProvider, type SandboxTables } from '../src/provider/sandbox/index.ts';
 import { createCloudProvider, type CloudProvider } from '../src/provider/whatsapp/cloud-adapter.ts';
 import { printCpuResult, printResult, printTable, reportToParent, runBench, startCpuClock, startHelper, type BenchServer } from './lib.ts';
 
@@ -160,7 +161,9 @@ async function burst(args: BurstArgs): Promise<BurstFigures> {
 // The children.
 
 async function serveSandbox(): Promise<void> {
-  const sandbox = createSandboxProvider({ clock: systemClock, appSecret: APP_SECRET, autoStatus: false });
+  const store = openStore({ sqliteFile: ':memory:' });
+  await migrateToLatest(store);
+  const sandbox = createSandboxProvider({ store: storeFor<SandboxTables>(store), clock: systemClock, appSecret: APP_SECRET, autoStatus: false });
   const app = Fastify();
   let arrivals: number[] = [];
   // Before the sandbox's own hooks: the moment the request reached the provider, throttled or not.

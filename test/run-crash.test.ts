@@ -185,7 +185,7 @@ function crashSuite(title: string, kill: (worker: ServiceProcess, server: TestSe
         }
 
         // The provider's own record: this customer was sent exactly these five, each once.
-        const received = server.app.sandbox!.state.outboundTo(customer.waId);
+        const received = await server.app.sandbox!.state.outboundTo(customer.waId);
         assert.deepEqual(
           received.map((sent) => sent.bizOpaqueCallbackData).sort(),
           outbound.map((message) => message.id).sort(),
@@ -193,7 +193,7 @@ function crashSuite(title: string, kill: (worker: ServiceProcess, server: TestSe
         );
         assert.deepEqual(received.map((sent) => sent.id).sort(), outbound.map((message) => message.provider_message_id).sort());
       }
-      assert.equal(server.app.sandbox!.state.sentBy(connection.phone_number_id).length, RUNS * SENDS, 'the provider took each message once');
+      assert.equal((await server.app.sandbox!.state.sentBy(connection.phone_number_id)).length, RUNS * SENDS, 'the provider took each message once');
 
       const heldNames = Map.groupBy(held, (job) => job.name);
       t.diagnostic(
@@ -222,15 +222,17 @@ describe('runs when a worker process crashes', () => {
   crashSuite('killed the moment the provider takes one of its sends', async (worker, server, connection) => {
     const killAt = randomInt(1, LATEST_KILL + 1);
     const { state } = server.app.sandbox!;
-    const sends = () => state.sentBy(connection.phone_number_id).length;
+    // This process serves the sandbox alone, so counting here counts every send the provider took.
+    let sends = 0;
     const recordOutbound = state.recordOutbound;
-    state.recordOutbound = (fields) => {
-      const sent = recordOutbound(fields);
-      if (sends() === killAt) worker.child.kill('SIGKILL');
+    state.recordOutbound = async (fields) => {
+      const sent = await recordOutbound(fields);
+      sends += 1;
+      if (sends === killAt) worker.child.kill('SIGKILL');
       return sent;
     };
     try {
-      await killed(worker, `the provider's send ${killAt}`, () => `; it took ${sends()}`);
+      await killed(worker, `the provider's send ${killAt}`, () => `; it took ${sends}`);
     } finally {
       state.recordOutbound = recordOutbound;
     }

@@ -62,7 +62,7 @@ export function buildCore(options: {
     worker,
     queue: createQueue({ clock, onEnqueue: () => whenCommitted(wakeWorker) }),
     events: createEventEmitter({ store: createEventsStore(), clock }),
-    provider: buildProvider(config, clock, masterKey, options.localUrl, options.redis, metrics),
+    provider: buildProvider(config, store, clock, masterKey, options.localUrl, options.redis, metrics),
     metrics,
     jobs: queueMaintenanceJobs({ db: store.db, clock, log }),
     mediaStorage: options.mediaStorage,

@@ -1,12 +1,13 @@
 import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
+import { storeFor, type Store } from '../db/connect.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { withCallMetrics } from '../provider/call-metrics.ts';
 import { lazily } from '../provider/lazy.ts';
 import { createPacer, THROUGHPUT_PER_SECOND, withPacing } from '../provider/pacing.ts';
-import { createSandboxProvider, type SandboxProvider } from '../provider/sandbox/index.ts';
+import { createSandboxProvider, type SandboxProvider, type SandboxTables } from '../provider/sandbox/index.ts';
 import { createCloudProvider, type CloudProvider } from '../provider/whatsapp/cloud-adapter.ts';
 import { parseProviderWebhook } from '../provider/whatsapp/webhook-parser.ts';
 import { verifyProviderSignature } from '../provider/whatsapp/webhook-signature.ts';
@@ -16,7 +17,15 @@ import { verifyProviderSignature } from '../provider/whatsapp/webhook-signature.
  * reached over loopback HTTP exactly like the real one. `localUrl` is this process's own address,
  * known once it listens. Calls and pacing waits are reported to `metrics`.
  */
-export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, localUrl: () => string, redis: Redis | undefined, metrics: Metrics) {
+export function buildProvider(
+  config: Config,
+  store: Store,
+  clock: Clock,
+  masterKey: Buffer,
+  localUrl: () => string,
+  redis: Redis | undefined,
+  metrics: Metrics,
+) {
   // In sandbox mode the secrets only need to be stable across processes that share the master key.
   const derived = (purpose: string) => createHmac('sha256', masterKey).update(purpose).digest('hex');
   const appSecret = config.providerAppSecret ?? derived('sandbox app secret');
@@ -26,6 +35,8 @@ export function buildProvider(config: Config, clock: Clock, masterKey: Buffer, l
   // process, or `npm run sandbox`), and a worker serves no HTTP.
   if (config.providerMode === 'sandbox' && config.providerBaseUrl === undefined && config.role !== 'worker') {
     sandbox = createSandboxProvider({
+      // Its world lives in the store's `sandbox_*` tables, shared by every process and kept across restarts.
+      store: storeFor<SandboxTables>(store),
       clock,
       appSecret,
       verifyToken,

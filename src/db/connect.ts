@@ -94,6 +94,15 @@ function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions
 }
 
 /**
+ * The store's handle typed by the tables of an owner that is not a module (the sandbox provider's
+ * `sandbox_*` tables, migration 0031), with the backend's unique-violation test: what such an owner
+ * needs to keep its data in the store, without knowing the service's schema.
+ */
+export function storeFor<Tables>(store: Store): { db: Kysely<Tables>; isUniqueViolation(error: unknown): boolean } {
+  return { db: store.db as unknown as Kysely<Tables>, isUniqueViolation: store.dialect.isUniqueViolation };
+}
+
+/**
  * Kysely's migrator looks for its own tables with a catalog query over every schema of the database
  * that calls `has_schema_privilege()` per schema; if another client drops a schema meanwhile (test
  * runs dropping theirs, an operator cleaning up), PostgreSQL fails that query with 3F000 for the

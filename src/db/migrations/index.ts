@@ -29,6 +29,8 @@ import * as billing from './0027_billing.ts';
 import * as oauthTokenResource from './0028_oauth_token_resource.ts';
 import * as oauthServer from './0029_oauth_server.ts';
 import * as conversationActivity from './0030_conversation_activity.ts';
+// The sandbox provider owns its tables' definition; they live in the same store.
+import * as sandboxProvider from '../../provider/sandbox/store/migration.ts';
 
 /** Every migration, in order. Names sort in apply order; never rename or edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -62,4 +64,5 @@ export const migrations: Record<string, Migration> = {
   '0028_oauth_token_resource': oauthTokenResource,
   '0029_oauth_server': oauthServer,
   '0030_conversation_activity': conversationActivity,
+  '0031_sandbox_provider': sandboxProvider,
 };

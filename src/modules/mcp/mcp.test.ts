@@ -251,7 +251,7 @@ describe('the tool server (MCP)', () => {
       await settle(server);
       const sent = await result(client, 'get_message', { message_id: message.id });
       assert.equal(sent.status, 'read');
-      assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.waId, customer, 'the sandbox received it');
+      assert.equal((await server.app.sandbox!.state.findMessage(sent.provider_message_id))?.waId, customer, 'the sandbox received it');
     });
 
     it('the same send twice with one idempotency key sends one message and answers the first result again', async (t) => {
@@ -265,7 +265,7 @@ describe('the tool server (MCP)', () => {
       assert.deepEqual(second.structuredContent, first.structuredContent);
       assert.deepEqual(second._meta, { idempotency_replayed: true });
       await settle(server);
-      assert.equal(server.app.sandbox!.state.outboundTo(customer).length, 1, 'the provider received it once');
+      assert.equal((await server.app.sandbox!.state.outboundTo(customer)).length, 1, 'the provider received it once');
 
       const reuse = await toolError(client, 'send_message', { ...args, text: { body: 'Something else.' } }, 'idempotency_key_reuse');
       assert.equal(reuse.param, '/idempotency_key');
@@ -295,7 +295,7 @@ describe('the tool server (MCP)', () => {
       });
       assert.equal(message.type, 'template');
       await settle(server);
-      assert.equal(server.app.sandbox!.state.outboundTo(customer).length, 1);
+      assert.equal((await server.app.sandbox!.state.outboundTo(customer)).length, 1);
     });
 
     it('send_notification schedules a template notification, once per idempotency key', async (t) => {

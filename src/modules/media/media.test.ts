@@ -587,7 +587,7 @@ describe('media: sending and receiving', () => {
       const target = { id: connection.id, credentials: await credentialsOf(owner.organizationId, connection.id) };
       const first = await service().providerSourceFor(owner.organizationId, media.id, target);
       assert.ok('id' in first);
-      const held = server.app.sandbox!.media.find(first.id);
+      const held = await server.app.sandbox!.media.find(first.id);
       assert.ok(held, 'the sandbox holds the upload');
       assert.ok(held.bytes.equals(bytes), 'with the bytes stored');
       assert.equal(held.mimeType, 'image/jpeg');
@@ -600,7 +600,7 @@ describe('media: sending and receiving', () => {
       const renewed = await service().providerSourceFor(owner.organizationId, media.id, target);
       assert.ok('id' in renewed);
       assert.notEqual(renewed.id, first.id, 'a day before the 30 days run out, the bytes are uploaded again');
-      assert.ok(server.app.sandbox!.media.find(renewed.id)?.bytes.equals(bytes));
+      assert.ok((await server.app.sandbox!.media.find(renewed.id))?.bytes.equals(bytes));
       assert.deepEqual(await service().providerSourceFor(owner.organizationId, media.id, target), renewed);
     });
 
@@ -616,7 +616,7 @@ describe('media: sending and receiving', () => {
       });
       assert.ok('id' in a && 'id' in b);
       assert.notEqual(a.id, b.id);
-      assert.equal(server.app.sandbox!.media.find(b.id)?.phoneNumberId, other.phone_number_id);
+      assert.equal((await server.app.sandbox!.media.find(b.id))?.phoneNumberId, other.phone_number_id);
     });
 
     it('a provider failure while uploading propagates as a ProviderError', async () => {
@@ -633,14 +633,14 @@ describe('media: sending and receiving', () => {
 
   describe('inbound media', () => {
     /** A file a customer sent, as the sandbox holds it for the number. */
-    function received(bytes: Buffer, mimeType: string): { id: string; sha256: string } {
-      const held = server.app.sandbox!.media.put({
+    async function received(bytes: Buffer, mimeType: string): Promise<{ id: string; sha256: string }> {
+      const held = (await server.app.sandbox!.media.put({
         wabaId: connection.waba_id,
         phoneNumberId: connection.phone_number_id,
         mimeType,
         bytes,
         origin: 'received',
-      })!;
+      }))!;
       return { id: held.id, sha256: held.sha256 };
     }
     const adopt = (providerMediaId: string, extra: { mimeType?: string; sha256?: string; filename?: string } = {}) =>
@@ -716,7 +716,7 @@ describe('media: sending and receiving', () => {
     });
 
     it('a pending media is refused for download with invalid_state until fetched', async () => {
-      const file = received(sample('application/pdf'), 'application/pdf');
+      const file = await received(sample('application/pdf'), 'application/pdf');
       const id = await adopt(file.id, { mimeType: 'application/pdf', filename: 'invoice.pdf' });
       const media = await get(id);
       assert.equal(media.status, 'pending');
@@ -731,7 +731,7 @@ describe('media: sending and receiving', () => {
 
     it('a media without a MIME type takes the one the provider gives when fetched', async () => {
       const bytes = sample('audio/ogg');
-      const file = received(bytes, 'audio/ogg');
+      const file = await received(bytes, 'audio/ogg');
       const id = await adopt(file.id);
       assert.equal((await get(id)).mime_type, 'application/octet-stream');
       await server.app.worker.drain();
@@ -741,7 +741,7 @@ describe('media: sending and receiving', () => {
     });
 
     it('a provider failure is retried; once every attempt failed the media is failed and downloads answer 410 media_expired', async () => {
-      const file = received(sample('image/jpeg'), 'image/jpeg');
+      const file = await received(sample('image/jpeg'), 'image/jpeg');
       const id = await adopt(file.id, { mimeType: 'image/jpeg', sha256: file.sha256 });
       const attempts = async () => (await fetchJobs(id))[0]!;
       for (let attempt = 1; attempt <= 6; attempt++) {
@@ -760,8 +760,8 @@ describe('media: sending and receiving', () => {
     });
 
     it('a media the provider no longer has fails at once, without retries', async () => {
-      const file = received(sample('image/jpeg'), 'image/jpeg');
-      server.app.sandbox!.media.remove(file.id);
+      const file = await received(sample('image/jpeg'), 'image/jpeg');
+      await server.app.sandbox!.media.remove(file.id);
       const id = await adopt(file.id, { mimeType: 'image/jpeg' });
       await server.app.worker.drain();
       assert.equal((await get(id)).status, 'failed');
@@ -769,7 +769,7 @@ describe('media: sending and receiving', () => {
     });
 
     it('bytes that do not match the SHA-256 the webhook announced are not kept', async () => {
-      const file = received(sample('image/jpeg'), 'image/jpeg');
+      const file = await received(sample('image/jpeg'), 'image/jpeg');
       const id = await adopt(file.id, { mimeType: 'image/jpeg', sha256: Buffer.alloc(32, 7).toString('base64') });
       await server.app.worker.drain();
       assert.equal((await get(id)).status, 'pending', 'retried later: the transfer may have been corrupted');
@@ -777,7 +777,7 @@ describe('media: sending and receiving', () => {
     });
 
     it("an inbound media follows its number's access: another connection's key cannot see it", async () => {
-      const id = await adopt(received(sample('image/jpeg'), 'image/jpeg').id, { mimeType: 'image/jpeg' });
+      const id = await adopt((await received(sample('image/jpeg'), 'image/jpeg')).id, { mimeType: 'image/jpeg' });
       assertError(await server.request('GET', `/v1/media/${id}`, { token: otherKey }), 404, 'resource_not_found');
       assertError(await server.request('GET', `/v1/media/${id}`, { token: testKey }), 403, 'test_key_on_live_connection');
     });

@@ -106,7 +106,7 @@ describe('sending messages', () => {
         ['queued', 'sent', 'delivered', 'read'],
       );
       assert.equal(events.filter((event) => event.type === 'message.sent').length, 1);
-      const sandboxMessage = server.app.sandbox!.state.findMessage(read.provider_message_id);
+      const sandboxMessage = await server.app.sandbox!.state.findMessage(read.provider_message_id);
       assert.equal(sandboxMessage?.waId, from);
       assert.equal(sandboxMessage?.bizOpaqueCallbackData, message.id, 'every send names our message, for statuses that overtake the answer');
     });
@@ -283,7 +283,7 @@ describe('sending messages', () => {
       await settle(server);
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
-      assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.templateCategory, 'utility');
+      assert.equal((await server.app.sandbox!.state.findMessage(sent.provider_message_id))?.templateCategory, 'utility');
     });
 
     it('refuses a template that is not approved, or with the wrong parameters, before the provider', async () => {
@@ -349,7 +349,7 @@ describe('sending messages', () => {
       assert.equal(rows.length, 100);
       assert.equal(new Set(rows.map((row) => row.provider_message_id)).size, 100, 'one provider message per stored message');
       assert.ok(rows.every((row) => row.status === 'read'));
-      assert.equal(server.app.sandbox!.state.outboundTo(customer).length, 100, 'the provider received each once');
+      assert.equal((await server.app.sandbox!.state.outboundTo(customer)).length, 100, 'the provider received each once');
     });
   });
 
@@ -447,7 +447,7 @@ describe('sending messages', () => {
         .where('id', '=', response.body.id)
         .executeTakeFirstOrThrow();
       assert.ok(rows.provider_message_id, 'learnt from the status');
-      const sandboxSends = [...slow.server.app.sandbox!.state.outboundTo(from)];
+      const sandboxSends = [...(await slow.server.app.sandbox!.state.outboundTo(from))];
       assert.equal(sandboxSends.length, 1, 'the provider received it once');
     });
   });
@@ -580,7 +580,7 @@ describe('sending messages', () => {
       await settle(server);
       const sent = await getMessage(response.body.id);
       assert.equal(sent.status, 'read');
-      assert.equal(server.app.sandbox!.state.findMessage(sent.provider_message_id)?.waId, from, 'the sandbox number of the test connection sent it');
+      assert.equal((await server.app.sandbox!.state.findMessage(sent.provider_message_id))?.waId, from, 'the sandbox number of the test connection sent it');
       assert.deepEqual(
         deliveriesFor(sent.id)
           .filter((event) => event.type === 'message.status')

@@ -102,7 +102,7 @@ describe('templates: create, read, delete, sync', () => {
         updated_at: '2026-06-01T12:00:00.000Z',
       },
     );
-    const atProvider = server.app.sandbox!.templates.find(template.provider_template_id);
+    const atProvider = await server.app.sandbox!.templates.find(template.provider_template_id);
     assert.equal(atProvider?.name, 'order_update');
     assert.equal(atProvider?.status, 'PENDING');
     assert.deepEqual((await server.request('GET', `/v1/templates/${template.id}`, { token: owner.token })).body, template);
@@ -140,7 +140,7 @@ describe('templates: create, read, delete, sync', () => {
     const template = await create({ name: 'named_everything', language: 'pt_BR', category: 'marketing', parameter_format: 'named', components });
     assert.equal(template.parameter_format, 'named');
     assert.deepEqual(template.components, components);
-    const atProvider = server.app.sandbox!.templates.find(template.provider_template_id)!;
+    const atProvider = (await server.app.sandbox!.templates.find(template.provider_template_id))!;
     assert.equal(atProvider.parameterFormat, 'NAMED');
     assert.deepEqual(atProvider.components[1], {
       type: 'BODY',
@@ -166,11 +166,11 @@ describe('templates: create, read, delete, sync', () => {
 
   describe('a definition is refused before the provider', () => {
     const refused = async (body: Json, param: string, detail?: string) => {
-      const before = server.app.sandbox!.templates.list(connection.waba_id, {}).length;
+      const before = (await server.app.sandbox!.templates.list(connection.waba_id, {})).length;
       const error = assertError(await post(body), 400, 'validation_failed');
       assert.equal(error.param, param, JSON.stringify(error));
       if (detail) assert.equal(error.details[0].code, detail);
-      assert.equal(server.app.sandbox!.templates.list(connection.waba_id, {}).length, before, 'nothing reached the provider');
+      assert.equal((await server.app.sandbox!.templates.list(connection.waba_id, {})).length, before, 'nothing reached the provider');
       return error;
     };
     const body = (text: string, extra: Json = {}) => ({ type: 'body', text, ...extra });
@@ -288,7 +288,7 @@ describe('templates: create, read, delete, sync', () => {
     const response = await server.request('DELETE', `/v1/templates/${template.id}`, { token: owner.token });
     assert.equal(response.status, 200, response.text);
     assert.deepEqual(response.body, { id: template.id, object: 'template', deleted: true });
-    assert.equal(server.app.sandbox!.templates.find(template.provider_template_id), undefined);
+    assert.equal(await server.app.sandbox!.templates.find(template.provider_template_id), undefined);
     const shown = await server.request('GET', `/v1/templates/${template.id}`, { token: owner.token });
     assert.equal(shown.body.status, 'deleted');
     assert.equal(shown.body.updated_at, server.clock.now().toISOString());
@@ -305,7 +305,7 @@ describe('templates: create, read, delete, sync', () => {
 
   it('delete of a template the provider no longer has is provider_rejected; sync then marks it deleted', async () => {
     const template = await create({ ...ORDER_UPDATE, name: 'gone_already' });
-    server.app.sandbox!.templates.remove(template.provider_template_id);
+    await server.app.sandbox!.templates.remove(template.provider_template_id);
     assertError(await server.request('DELETE', `/v1/templates/${template.id}`, { token: owner.token }), 502, 'provider_rejected');
     assert.equal((await server.request('POST', '/v1/templates/sync', { token: owner.token, body: { connection_id: connection.id } })).status, 200);
     assert.equal((await server.request('GET', `/v1/templates/${template.id}`, { token: owner.token })).body.status, 'deleted');
@@ -318,7 +318,7 @@ describe('templates: create, read, delete, sync', () => {
       // A number of its own: its account holds only what this test puts there.
       const connection = await createConnection(server, owner);
       // Made at the provider directly, as the business manager would.
-      const outside = server.app.sandbox!.templates.create(connection.waba_id, {
+      const outside = await server.app.sandbox!.templates.create(connection.waba_id, {
         name: 'made_elsewhere',
         language: 'en_US',
         category: 'UTILITY',
@@ -342,8 +342,8 @@ describe('templates: create, read, delete, sync', () => {
       assert.equal(byName.get('made_elsewhere')!.status, 'pending');
       assert.deepEqual(byName.get('made_elsewhere')!.components, [{ type: 'body', text: 'Hi {{1}}', examples: ['Ana'] }]);
 
-      outside.status = 'APPROVED';
-      server.app.sandbox!.templates.remove(server.app.sandbox!.templates.findByName(connection.waba_id, 'hello_world', 'en_US')!.id);
+      await server.app.sandbox!.templates.update(outside.id, { status: 'APPROVED', reason: null });
+      await server.app.sandbox!.templates.remove((await server.app.sandbox!.templates.findByName(connection.waba_id, 'hello_world', 'en_US'))!.id);
       const again = await sync({ connection_id: connection.id });
       assert.deepEqual(
         { ...again.body, synced_at: undefined },

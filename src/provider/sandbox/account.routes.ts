@@ -22,8 +22,9 @@ function requireWhatsapp(body: Json | undefined): Json {
 export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
   const { state, clock } = deps;
 
-  router.authed('POST', '/:version/:id/register', 'whatsapp_business_management', async ({ params, wabaId, request }) => {
-    const number = ownedNumber(deps, wabaId, (params as { id: string }).id, 'post');
+  router.authed('POST', '/:version/:id/register', 'whatsapp_business_management', async (call) => {
+    const { request } = call;
+    const number = ownedNumber(call, 'post');
     const body = requireWhatsapp(bodyObject(request.body));
     if (body.pin === undefined) throw new GraphError(100, 'The parameter pin is required.');
     if (typeof body.pin !== 'string' || !/^\d{6}$/.test(body.pin)) throw new GraphError(100, 'Param pin must be a string of exactly 6 digits.');
@@ -34,17 +35,17 @@ export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
     }
     // Only well-formed registrations count against the limit: a malformed request never reaches it.
     const now = clock.now().getTime();
-    number.registerAttempts = number.registerAttempts.filter((at) => now - at < REGISTER_WINDOW_MS);
-    if (number.registerAttempts.length >= REGISTER_ATTEMPTS) {
+    const recent = number.registerAttempts.filter((at) => now - at < REGISTER_WINDOW_MS);
+    if (recent.length >= REGISTER_ATTEMPTS) {
       throw new GraphError(133016, `This number was registered or deregistered ${REGISTER_ATTEMPTS} times in the last 72 hours; try again later.`);
     }
-    number.registerAttempts.push(now);
-    number.pinEnabled = true;
+    await state.updateNumber(number, { registerAttempts: [...recent, now], pinEnabled: true });
     return { success: true };
   });
 
-  router.authed('POST', '/:version/:id/smb_app_data', 'whatsapp_business_management', async ({ params, wabaId, request }) => {
-    const number = ownedNumber(deps, wabaId, (params as { id: string }).id, 'post');
+  router.authed('POST', '/:version/:id/smb_app_data', 'whatsapp_business_management', async (call) => {
+    const { request } = call;
+    const number = ownedNumber(call, 'post');
     const body = requireWhatsapp(bodyObject(request.body));
     if (body.sync_type === undefined) throw new GraphError(100, 'The parameter sync_type is required.');
     if (typeof body.sync_type !== 'string' || !(SYNC_TYPES as readonly string[]).includes(body.sync_type)) {
@@ -60,7 +61,7 @@ export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
     if (now.getTime() - number.onboardedAt.getTime() > SYNC_WINDOW_MS) {
       throw new GraphError(2593108, `The ${syncType} synchronization must be requested within 24 hours of onboarding.`);
     }
-    number.syncRequested[syncType] = now;
+    await state.updateNumber(number, { syncRequested: { ...number.syncRequested, [syncType]: now } });
     return { messaging_product: 'whatsapp', request_id: randomBytes(16).toString('hex') };
   });
 
@@ -70,9 +71,8 @@ export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
 
   router.authed('GET', '/:version/:id/subscribed_apps', 'whatsapp_business_management', async ({ params, wabaId }) => {
     ownedWaba(wabaId, (params as { id: string }).id, 'get');
-    const waba = state.wabas.get(wabaId);
     return {
-      data: [...(waba?.subscribedApps ?? new Map<string, { overrideCallbackUri?: string }>())].map(([appId, subscription]) => ({
+      data: (await state.subscriptions(wabaId)).map(({ appId, ...subscription }) => ({
         whatsapp_business_api_data: { id: appId, link: `https://www.facebook.com/games/?app_id=${appId}`, name: 'Sandbox App' },
         ...(subscription.overrideCallbackUri === undefined ? {} : { override_callback_uri: subscription.overrideCallbackUri }),
       })),
@@ -96,13 +96,13 @@ export function accountRoutes(router: GraphRouter, deps: GraphDeps): void {
       }
       overrideCallbackUri = body.override_callback_uri;
     }
-    state.wabas.get(wabaId)?.subscribedApps.set(grant.appId, overrideCallbackUri === undefined ? {} : { overrideCallbackUri });
+    await state.subscribe(wabaId, grant.appId, overrideCallbackUri);
     return { success: true };
   });
 
   router.authed('DELETE', '/:version/:id/subscribed_apps', 'whatsapp_business_management', async ({ params, wabaId, grant }) => {
     ownedWaba(wabaId, (params as { id: string }).id, 'delete');
-    state.wabas.get(wabaId)?.subscribedApps.delete(grant.appId);
+    await state.unsubscribe(wabaId, grant.appId);
     return { success: true };
   });
 }

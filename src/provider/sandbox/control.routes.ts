@@ -19,7 +19,7 @@ import {
 import type { SandboxEvents } from './events.ts';
 import { echoMessage, historyEntry, inboundMessage } from './inbound.ts';
 import type { MediaStore } from './media.ts';
-import { LIMIT_TIERS, type LimitTier, type SandboxNumber, type SandboxState } from './state.ts';
+import { LIMIT_TIERS, type Behaviour, type LimitTier, type SandboxNumber, type SandboxState } from './state.ts';
 import type { SandboxTemplate, TemplateStore } from './templates.ts';
 import { displayDigits, providerErrorObject, unixSeconds, type WebhookDelivery } from './webhooks.ts';
 
@@ -29,7 +29,7 @@ export interface ControlDeps {
   media: MediaStore;
   templates: TemplateStore;
   events: SandboxEvents;
-  deliveries: readonly WebhookDelivery[];
+  deliveries: () => Promise<WebhookDelivery[]>;
   /** Merged into every route's `config` (the host's access declarations). */
   routeConfig: Record<string, unknown>;
 }
@@ -40,8 +40,8 @@ function deliveryReport(delivery: WebhookDelivery): Json {
   return { status: delivery.status ?? null, ...(delivery.error === undefined ? {} : { error: delivery.error }) };
 }
 
-function behaviourView(state: SandboxState): Json {
-  const { latencyMs, failNext, failNextAsync, autoStatus, throttle, throughputMps, templateReview } = state.behaviour;
+function behaviourView(behaviour: Behaviour): Json {
+  const { latencyMs, failNext, failNextAsync, autoStatus, throttle, throughputMps, templateReview } = behaviour;
   return {
     latency_ms: latencyMs,
     fail_next: failNext === undefined ? null : { code: failNext.code, http_status: failNext.httpStatus ?? null, details: failNext.details ?? null },
@@ -56,7 +56,7 @@ function behaviourView(state: SandboxState): Json {
   };
 }
 
-function numberView(state: SandboxState, number: SandboxNumber): Json {
+async function numberView(state: SandboxState, number: SandboxNumber): Promise<Json> {
   return {
     phone_number_id: number.phoneNumberId,
     waba_id: number.wabaId,
@@ -66,7 +66,7 @@ function numberView(state: SandboxState, number: SandboxNumber): Json {
     messaging_limit_tier: number.messagingLimitTier,
     throughput_level: number.throughputLevel,
     pin_enabled: number.pinEnabled,
-    subscribed: (state.wabas.get(number.wabaId)?.subscribedApps.size ?? 0) > 0,
+    subscribed: (await state.subscriptions(number.wabaId)).length > 0,
   };
 }
 
@@ -74,14 +74,14 @@ function numberView(state: SandboxState, number: SandboxNumber): Json {
 export function controlRoutes(deps: ControlDeps) {
   const { state, events, media, templates } = deps;
 
-  function numberOf(phoneNumberId: string): SandboxNumber {
-    const number = state.numbers.get(phoneNumberId);
+  async function numberOf(phoneNumberId: string): Promise<SandboxNumber> {
+    const number = await state.findNumber(phoneNumberId);
     if (number === undefined) throw notFound(`No sandbox number ${phoneNumberId}; exchange a code first.`);
     return number;
   }
 
-  function coexistenceNumber(phoneNumberId: string, what: string): SandboxNumber {
-    const number = numberOf(phoneNumberId);
+  async function coexistenceNumber(phoneNumberId: string, what: string): Promise<SandboxNumber> {
+    const number = await numberOf(phoneNumberId);
     if (!number.coexistence) {
       throw new ControlError(
         409,
@@ -92,21 +92,21 @@ export function controlRoutes(deps: ControlDeps) {
     return number;
   }
 
-  function findTemplate(input: {
+  async function findTemplate(input: {
     template_id?: string | undefined;
     waba_id?: string | undefined;
     name?: string | undefined;
     language?: string | undefined;
-  }): SandboxTemplate {
+  }): Promise<SandboxTemplate> {
     if (input.template_id !== undefined) {
-      const template = templates.find(input.template_id);
+      const template = await templates.find(input.template_id);
       if (template === undefined) throw notFound(`No template ${input.template_id}.`);
       return template;
     }
     if (input.waba_id === undefined || input.name === undefined || input.language === undefined) {
       throw invalid('Name the template by `template_id`, or by `waba_id`, `name` and `language`.');
     }
-    const template = templates.findByName(input.waba_id, input.name, input.language);
+    const template = await templates.findByName(input.waba_id, input.name, input.language);
     if (template === undefined) throw notFound(`No template ${input.name} (${input.language}) in account ${input.waba_id}.`);
     return template;
   }
@@ -129,16 +129,16 @@ export function controlRoutes(deps: ControlDeps) {
       app.route({ method, url, config: { ...deps.routeConfig }, handler });
     };
 
-    route('GET', '/numbers', async () => ({ data: [...state.numbers.values()].map((number) => numberView(state, number)) }));
+    route('GET', '/numbers', async () => ({ data: await Promise.all((await state.listNumbers()).map((number) => numberView(state, number))) }));
 
     // Re-authorisation: exchanging this code issues a new token for the same account and number.
     route('POST', '/numbers/:phone_number_id/code', async (request) => {
-      const number = numberOf((request.params as { phone_number_id: string }).phone_number_id);
-      return { code: state.mintReauthorisationCode(number.phoneNumberId), phone_number_id: number.phoneNumberId, waba_id: number.wabaId };
+      const number = await numberOf((request.params as { phone_number_id: string }).phone_number_id);
+      return { code: await state.mintReauthorisationCode(number.phoneNumberId), phone_number_id: number.phoneNumberId, waba_id: number.wabaId };
     });
 
     route('GET', '/webhooks', async () => ({
-      data: deps.deliveries.map((delivery) => ({
+      data: (await deps.deliveries()).map((delivery) => ({
         ...deliveryReport(delivery),
         url: delivery.url ?? null,
         at: delivery.at.toISOString(),
@@ -148,11 +148,11 @@ export function controlRoutes(deps: ControlDeps) {
 
     route('POST', '/inbound', async (request) => {
       const input = check(InboundSchema, request.body);
-      const number = numberOf(input.phone_number_id);
+      const number = await numberOf(input.phone_number_id);
       const waId = input.from.replace(/\D/g, '');
       const message = state.draftMessage('inbound', number.phoneNumberId, waId, input.type);
-      const payload = inboundMessage(input, number, message, media);
-      state.recordInbound(message, { referral: input.referral !== undefined });
+      const payload = await inboundMessage(input, number, message, media);
+      await state.recordInbound(message, { referral: input.referral !== undefined });
       const delivery = await events.messages(number, {
         contacts: [{ profile: { name: input.name ?? 'Sandbox User' }, wa_id: waId }],
         messages: [payload],
@@ -162,7 +162,7 @@ export function controlRoutes(deps: ControlDeps) {
 
     route('POST', '/status', async (request) => {
       const input = check(ControlStatusSchema, request.body);
-      const message = state.findMessage(input.message_id);
+      const message = await state.findMessage(input.message_id);
       if (message === undefined || message.direction !== 'outbound') throw notFound(`No outbound message ${input.message_id} in the sandbox.`);
       const error =
         input.status === 'failed' || input.error !== undefined
@@ -172,11 +172,11 @@ export function controlRoutes(deps: ControlDeps) {
       return { message_id: message.id, status: input.status, delivery: deliveryReport(delivery) };
     });
 
-    route('GET', '/behaviour', async () => behaviourView(state));
+    route('GET', '/behaviour', async () => behaviourView(await state.behaviour()));
 
     route('POST', '/behaviour', async (request) => {
       const input = check(BehaviourSchema, request.body ?? {});
-      const { behaviour } = state;
+      const behaviour: Partial<Behaviour> = {};
       if (input.latency_ms !== undefined) behaviour.latencyMs = input.latency_ms;
       if (input.auto_status !== undefined) behaviour.autoStatus = input.auto_status;
       if (input.template_review !== undefined) behaviour.templateReview = input.template_review;
@@ -208,67 +208,64 @@ export function controlRoutes(deps: ControlDeps) {
                 wabaId: input.throttle.waba_id,
               };
       }
-      return behaviourView(state);
+      return behaviourView(await state.updateBehaviour(behaviour));
     });
 
     route('POST', '/template-status', async (request) => {
       const input = check(TemplateStatusSchema, request.body);
-      const template = findTemplate(input);
-      const delivery = await events.templateStatus(template, input.status, input.reason ?? null);
+      const { template, delivery } = await events.templateStatus(await findTemplate(input), input.status, input.reason ?? null);
       return { template_id: template.id, status: template.status, delivery: deliveryReport(delivery) };
     });
 
     route('POST', '/quality', async (request) => {
       const input = check(QualitySchema, request.body);
-      const number = numberOf(input.phone_number_id);
-      number.qualityRating = input.quality_rating;
+      const number = await state.updateNumber(await numberOf(input.phone_number_id), { qualityRating: input.quality_rating });
       const delivery = await qualityUpdate(number, input.event ?? (input.quality_rating === 'GREEN' ? 'UNFLAGGED' : 'FLAGGED'));
-      return { ...numberView(state, number), delivery: deliveryReport(delivery) };
+      return { ...(await numberView(state, number)), delivery: deliveryReport(delivery) };
     });
 
     route('POST', '/limit-tier', async (request) => {
       const input = check(LimitTierSchema, request.body);
-      const number = numberOf(input.phone_number_id);
-      const old = number.messagingLimitTier;
-      number.messagingLimitTier = input.tier;
+      const before = await numberOf(input.phone_number_id);
+      const old = before.messagingLimitTier;
+      const number = await state.updateNumber(before, { messagingLimitTier: input.tier });
       const direction = LIMIT_TIERS.indexOf(input.tier) - LIMIT_TIERS.indexOf(old);
       const event = input.event ?? (direction > 0 ? 'UPGRADE' : direction < 0 ? 'DOWNGRADE' : 'ONBOARDING');
       const delivery = await qualityUpdate(number, event, old);
-      return { ...numberView(state, number), delivery: deliveryReport(delivery) };
+      return { ...(await numberView(state, number)), delivery: deliveryReport(delivery) };
     });
 
     // HIGH throughput needs an unlimited messaging limit (§8.1), so upgrading sets both.
     route('POST', '/throughput', async (request) => {
       const input = check(ThroughputSchema, request.body);
-      const number = numberOf(input.phone_number_id);
-      if (number.coexistence && input.level === 'HIGH')
+      const before = await numberOf(input.phone_number_id);
+      if (before.coexistence && input.level === 'HIGH')
         throw new ControlError(409, 'coexistence_fixed_throughput', 'Coexistence numbers have a fixed throughput of 20 messages per second.');
-      const upgraded = input.level === 'HIGH' && number.throughputLevel !== 'HIGH';
-      number.throughputLevel = input.level;
-      if (!upgraded) return { ...numberView(state, number), delivery: null };
-      number.messagingLimitTier = 'TIER_UNLIMITED';
+      const upgraded = input.level === 'HIGH' && before.throughputLevel !== 'HIGH';
+      const number = await state.updateNumber(before, { throughputLevel: input.level, ...(upgraded ? { messagingLimitTier: 'TIER_UNLIMITED' } : {}) });
+      if (!upgraded) return { ...(await numberView(state, number)), delivery: null };
       const delivery = await qualityUpdate(number, 'THROUGHPUT_UPGRADE');
-      return { ...numberView(state, number), delivery: deliveryReport(delivery) };
+      return { ...(await numberView(state, number)), delivery: deliveryReport(delivery) };
     });
 
     route('POST', '/echo', async (request) => {
       const input = check(EchoSchema, request.body);
-      const number = coexistenceNumber(input.phone_number_id, 'Message echoes');
+      const number = await coexistenceNumber(input.phone_number_id, 'Message echoes');
       const message = state.draftMessage('outbound', number.phoneNumberId, input.to.replace(/\D/g, ''), input.type);
-      const delivery = await events.numberField(number, 'smb_message_echoes', { message_echoes: [echoMessage(input, number, message, media)] });
+      const delivery = await events.numberField(number, 'smb_message_echoes', { message_echoes: [await echoMessage(input, number, message, media)] });
       return { message_id: message.id, delivery: deliveryReport(delivery) };
     });
 
     route('POST', '/history', async (request) => {
       const input = check(HistorySchema, request.body);
-      const number = coexistenceNumber(input.phone_number_id, 'History webhooks');
+      const number = await coexistenceNumber(input.phone_number_id, 'History webhooks');
       const delivery = await events.numberField(number, 'history', { history: [historyEntry(input, number, deps.clock.now())] });
       return { delivery: deliveryReport(delivery) };
     });
 
     route('POST', '/state-sync', async (request) => {
       const input = check(StateSyncSchema, request.body);
-      const number = coexistenceNumber(input.phone_number_id, 'Contact syncs');
+      const number = await coexistenceNumber(input.phone_number_id, 'Contact syncs');
       const timestamp = unixSeconds(deps.clock.now());
       const delivery = await events.numberField(number, 'smb_app_state_sync', {
         state_sync: input.contacts.map((contact) => {
@@ -291,7 +288,7 @@ export function controlRoutes(deps: ControlDeps) {
 
     route('POST', '/account-update', async (request) => {
       const { waba_id: wabaId, ...input } = check(AccountUpdateSchema, request.body);
-      if (!state.wabas.has(wabaId)) throw notFound(`No sandbox account ${wabaId}.`);
+      if ((await state.findWaba(wabaId)) === undefined) throw notFound(`No sandbox account ${wabaId}.`);
       const partnerEvent = input.event.startsWith('PARTNER_');
       const value = {
         ...input,
@@ -299,19 +296,20 @@ export function controlRoutes(deps: ControlDeps) {
       };
       const delivery = await events.accountField(wabaId, 'account_update', value);
       // The notice goes out first, while the app is still subscribed; then the access it announces ends.
-      const revoked = ACCESS_ENDING_EVENTS.includes(input.event) ? state.revokeTokens({ wabaId }) : 0;
-      if (ACCESS_ENDING_EVENTS.includes(input.event)) state.wabas.get(wabaId)?.subscribedApps.clear();
+      const endsAccess = ACCESS_ENDING_EVENTS.includes(input.event);
+      const revoked = endsAccess ? await state.revokeTokens({ wabaId }) : 0;
+      if (endsAccess) await state.unsubscribe(wabaId);
       return { event: input.event, tokens_revoked: revoked, delivery: deliveryReport(delivery) };
     });
 
     route('POST', '/revoke-token', async (request) => {
       const input = check(RevokeTokenSchema, request.body);
       if ('access_token' in input) {
-        if (state.findToken(input.access_token) === undefined) throw notFound('No such token was issued by this sandbox.');
-        return { revoked: state.revokeTokens({ accessToken: input.access_token }) };
+        if ((await state.findToken(input.access_token)) === undefined) throw notFound('No such token was issued by this sandbox.');
+        return { revoked: await state.revokeTokens({ accessToken: input.access_token }) };
       }
-      if (!state.wabas.has(input.waba_id)) throw notFound(`No sandbox account ${input.waba_id}.`);
-      return { revoked: state.revokeTokens({ wabaId: input.waba_id }) };
+      if ((await state.findWaba(input.waba_id)) === undefined) throw notFound(`No sandbox account ${input.waba_id}.`);
+      return { revoked: await state.revokeTokens({ wabaId: input.waba_id }) };
     });
   };
 }

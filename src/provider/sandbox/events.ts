@@ -1,5 +1,5 @@
 import type { Clock } from '../../lib/clock.ts';
-import type { SandboxMessage, SandboxNumber, SandboxState } from './state.ts';
+import type { Behaviour, SandboxMessage, SandboxNumber, SandboxState } from './state.ts';
 import type { SandboxTemplate, TemplateEvent, TemplateStatus, TemplateStore } from './templates.ts';
 import {
   messagesWebhook,
@@ -29,64 +29,72 @@ export function createSandboxEvents(deps: {
 }) {
   const { state, sender, clock } = deps;
 
-  function targetFor(wabaId: string): WebhookTarget {
-    const waba = state.wabas.get(wabaId);
-    const subscription = waba === undefined ? undefined : [...waba.subscribedApps.values()][0];
+  async function targetFor(wabaId: string): Promise<WebhookTarget> {
+    const [subscription] = await state.subscriptions(wabaId);
     if (subscription === undefined) return { skip: `no app is subscribed to account ${wabaId} (POST /{waba_id}/subscribed_apps): not sent` };
     const url = subscription.overrideCallbackUri ?? deps.webhookUrl();
     return url === undefined ? { skip: 'no webhook URL is configured' } : { url };
   }
 
-  function numberOf(message: SandboxMessage): SandboxNumber {
-    const number = state.numbers.get(message.phoneNumberId);
+  async function numberOf(message: SandboxMessage): Promise<SandboxNumber> {
+    const number = await state.findNumber(message.phoneNumberId);
     if (number === undefined) throw new Error(`sandbox message ${message.id} belongs to no number`);
     return number;
   }
 
   /** One `messages` webhook for the number; resolves once it has been attempted. */
-  function messages(number: SandboxNumber, value: Record<string, unknown>): Promise<WebhookDelivery> {
-    return sender.send(messagesWebhook(number, value), targetFor(number.wabaId));
+  async function messages(number: SandboxNumber, value: Record<string, unknown>): Promise<WebhookDelivery> {
+    return sender.send(messagesWebhook(number, value), await targetFor(number.wabaId));
   }
 
   /** A number-scoped field other than `messages` (history, echoes, state sync). */
-  function numberField(number: SandboxNumber, field: string, value: Record<string, unknown>): Promise<WebhookDelivery> {
-    return sender.send(webhookEnvelope(number.wabaId, field, { ...numberMetadata(number), ...value }, clock.now()), targetFor(number.wabaId));
+  async function numberField(number: SandboxNumber, field: string, value: Record<string, unknown>): Promise<WebhookDelivery> {
+    return sender.send(webhookEnvelope(number.wabaId, field, { ...numberMetadata(number), ...value }, clock.now()), await targetFor(number.wabaId));
   }
 
   /** An account-scoped field: the data sits directly in `value`. */
-  function accountField(wabaId: string, field: string, value: Record<string, unknown>): Promise<WebhookDelivery> {
-    return sender.send(webhookEnvelope(wabaId, field, value, clock.now()), targetFor(wabaId));
+  async function accountField(wabaId: string, field: string, value: Record<string, unknown>): Promise<WebhookDelivery> {
+    return sender.send(webhookEnvelope(wabaId, field, value, clock.now()), await targetFor(wabaId));
   }
 
-  function emitStatus(message: SandboxMessage, status: StatusName, error?: ProviderErrorObject): Promise<WebhookDelivery> {
-    return messages(numberOf(message), { statuses: [statusObject(message, status, clock.now(), error)] });
+  async function emitStatus(message: SandboxMessage, status: StatusName, error?: ProviderErrorObject, number?: SandboxNumber): Promise<WebhookDelivery> {
+    return messages(number ?? (await numberOf(message)), { statuses: [statusObject(message, status, clock.now(), error)] });
   }
 
   // Each step is queued only after the previous one was attempted, and the first only after a
-  // timer tick, so the send's HTTP response always leaves before its first status webhook.
-  function walk(message: SandboxMessage): void {
+  // timer tick, so the send's HTTP response always leaves before its first status webhook. The
+  // sending number is the caller's, read once for the whole walk.
+  function walk(message: SandboxMessage, number: SandboxNumber): void {
     const steps: StatusName[] = ['sent', 'delivered', 'read'];
-    const next = (): void => {
+    const next = async (): Promise<void> => {
       const status = steps.shift();
       if (status === undefined) return;
-      void emitStatus(message, status).then(() => sender.later(deps.stepMs, next));
+      await emitStatus(message, status, undefined, number);
+      sender.later(deps.stepMs, next);
     };
     sender.later(deps.stepMs, next);
   }
 
   /** The asynchronous failure path (§8.3): the send was answered 200, then a `failed` status arrives. */
-  function failLater(message: SandboxMessage, code: number, details: string): void {
-    sender.later(deps.stepMs, () => void emitStatus(message, 'failed', providerErrorObject(code, details)));
+  function failLater(message: SandboxMessage, number: SandboxNumber, code: number, details: string): void {
+    sender.later(deps.stepMs, () => emitStatus(message, 'failed', providerErrorObject(code, details), number));
   }
 
-  /** Applies a template event and notifies it; FLAGGED and LOCKED notify without changing the status. */
-  function templateStatus(template: SandboxTemplate, event: TemplateEvent, reason: string | null): Promise<WebhookDelivery> {
+  /**
+   * Applies a template event and notifies it; FLAGGED and LOCKED notify without changing the status.
+   * Answers the template as it now is.
+   */
+  async function templateStatus(
+    template: SandboxTemplate,
+    event: TemplateEvent,
+    reason: string | null,
+  ): Promise<{ template: SandboxTemplate; delivery: WebhookDelivery }> {
     const previous = template.status;
     const next: TemplateStatus | undefined =
       event === 'REINSTATED' || event === 'UNARCHIVED' ? 'APPROVED' : event === 'FLAGGED' || event === 'LOCKED' ? undefined : event;
-    if (next !== undefined) template.status = next;
-    template.reason = reason;
-    if (next === 'DELETED') deps.templates.remove(template.id);
+    const updated: SandboxTemplate = { ...template, status: next ?? previous, reason };
+    if (next === 'DELETED') await deps.templates.remove(template.id);
+    else await deps.templates.update(template.id, { status: updated.status, reason });
     const now = clock.now();
     const value: Record<string, unknown> = {
       event,
@@ -102,16 +110,18 @@ export function createSandboxEvents(deps: {
         ? { rejection_info: { reason: reason ?? 'INVALID_FORMAT', recommendation: 'Review the template guidelines and submit a corrected template.' } }
         : {}),
     };
-    return accountField(template.wabaId, 'message_template_status_update', value);
+    return { template: updated, delivery: await accountField(template.wabaId, 'message_template_status_update', value) };
   }
 
   /** The provider's review of a new template when `behaviour.template_review` is not manual. */
-  function review(template: SandboxTemplate): void {
-    const decision = state.behaviour.templateReview;
+  function review(template: SandboxTemplate, behaviour: Behaviour): void {
+    const decision = behaviour.templateReview;
     if (decision === 'manual') return;
-    sender.later(deps.stepMs, () => {
-      if (template.status !== 'PENDING') return;
-      void templateStatus(template, decision === 'approve' ? 'APPROVED' : 'REJECTED', decision === 'approve' ? null : 'INVALID_FORMAT');
+    sender.later(deps.stepMs, async () => {
+      // Whatever happened to it meanwhile (a control call, a delete) wins over the review.
+      const current = await deps.templates.find(template.id);
+      if (current?.status !== 'PENDING') return;
+      await templateStatus(current, decision === 'approve' ? 'APPROVED' : 'REJECTED', decision === 'approve' ? null : 'INVALID_FORMAT');
     });
   }
 

@@ -6,7 +6,7 @@ import type { SandboxEvents } from './events.ts';
 import { GraphError, graphErrorBody, newTraceId, unknownObject } from './graph-errors.ts';
 import type { Limits, UsageKind } from './limits.ts';
 import type { MediaStore } from './media.ts';
-import type { SandboxNumber, SandboxState, SandboxToken } from './state.ts';
+import type { Behaviour, SandboxNumber, SandboxState, SandboxToken } from './state.ts';
 import type { TemplateStore } from './templates.ts';
 
 /**
@@ -81,11 +81,10 @@ export function pickFields(node: Json, fields: unknown): Json {
   return Object.fromEntries(Object.entries(node).filter(([key]) => wanted.has(key)));
 }
 
-/** The number, if it exists and belongs to the token's account; else the provider's code 100/33. */
-export function ownedNumber(deps: Pick<GraphDeps, 'state'>, wabaId: string, id: string, method: 'get' | 'post'): SandboxNumber {
-  const number = deps.state.numbers.get(id);
-  if (number === undefined || number.wabaId !== wabaId) throw unknownObject(id, method);
-  return number;
+/** The number the path names, if it exists and belongs to the token's account; else the provider's code 100/33. */
+export function ownedNumber(call: Pick<GraphCall, 'number' | 'params'>, method: 'get' | 'post'): SandboxNumber {
+  if (call.number === undefined) throw unknownObject(call.params.id ?? '', method);
+  return call.number;
 }
 
 /** The body as an object whatever its encoding (JSON, form or multipart fields); undefined if none. */
@@ -103,6 +102,12 @@ export interface GraphCall {
   grant: SandboxToken;
   params: Record<string, string>;
   query: Json;
+  /** The control API's behaviour, read once for the call. */
+  behaviour: Behaviour;
+  /** The number the path's `{id}` names, when it is one of the token's account. */
+  number: SandboxNumber | undefined;
+  /** Set by a send: the count of the number's current second, which the usage header reports. */
+  sendsThisSecond?: number;
 }
 
 export interface GraphRouter {
@@ -113,7 +118,7 @@ export interface GraphRouter {
   /** A call that authenticates itself, or needs no token (the code exchange). */
   open(method: HTTPMethods, url: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void;
   /** The token's grant; 190 (HTTP 401) when it is missing, unknown or revoked. */
-  authenticate(request: FastifyRequest): { token: string; grant: SandboxToken };
+  authenticate(request: FastifyRequest): Promise<{ token: string; grant: SandboxToken }>;
 }
 
 function bearerToken(request: FastifyRequest): string | undefined {
@@ -147,6 +152,8 @@ function toGraphError(error: FastifyError | GraphError, request: FastifyRequest)
 /** Installs parsers, hooks and handlers on the Graph scope and answers the router its routes use. */
 export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): GraphRouter {
   const { state, limits } = deps;
+  // The behaviour each call read before its handler, so that it is read once per call.
+  const behaviours = new WeakMap<FastifyRequest, Behaviour>();
 
   // The host's parsers would answer in its own words; inside this scope only the provider's apply.
   app.removeAllContentTypeParsers();
@@ -197,10 +204,12 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
 
   // Latency and injected failures apply to every Graph call, before authentication, so a caller can
   // rehearse its handling of any of them on whichever call comes next.
-  app.addHook('preHandler', async () => {
-    if (state.behaviour.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, state.behaviour.latencyMs));
-    const failure = state.takeFailNext();
-    if (failure !== undefined) {
+  app.addHook('preHandler', async (request) => {
+    const behaviour = await state.behaviour();
+    behaviours.set(request, behaviour);
+    if (behaviour.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, behaviour.latencyMs));
+    const failure = behaviour.failNext;
+    if (failure !== undefined && (await state.take('failNext', failure))) {
       throw new GraphError(
         failure.code,
         failure.details ?? 'Injected by the sandbox control API (fail_next).',
@@ -236,14 +245,14 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
       .send(graphErrorBody(error, typeof traceId === 'string' ? traceId : undefined));
   });
 
-  function authenticate(request: FastifyRequest): { token: string; grant: SandboxToken } {
+  async function authenticate(request: FastifyRequest): Promise<{ token: string; grant: SandboxToken }> {
     const token = bearerToken(request);
     if (token === undefined) {
       throw new GraphError(190, 'An access token is required: send it as "Authorization: Bearer <token>".', {
         message: 'An active access token must be used to query information about the current user.',
       });
     }
-    const grant = state.findToken(token);
+    const grant = await state.findToken(token);
     if (grant === undefined)
       throw new GraphError(190, 'The access token is not one this sandbox issued.', {
         subcode: 467,
@@ -273,13 +282,14 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
         config: { ...deps.routeConfig },
         ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
         handler: async (request, reply) => {
-          const { token, grant } = authenticate(request);
+          const { token, grant } = await authenticate(request);
+          const behaviour = behaviours.get(request) ?? (await state.behaviour());
           const params = request.params as Record<string, string>;
-          const candidate = params.id === undefined ? undefined : state.numbers.get(params.id);
+          const candidate = params.id === undefined ? undefined : await state.findNumber(params.id);
           const number = candidate?.wabaId === grant.wabaId ? candidate : undefined;
-          const throttle = limits.takeThrottle(grant.wabaId);
+          const throttle = await limits.takeThrottle(grant.wabaId, behaviour);
           if (throttle !== undefined) {
-            void reply.header('x-business-use-case-usage', limits.usageHeader(grant.wabaId, usage, { throttle }));
+            void reply.header('x-business-use-case-usage', await limits.usageHeader(grant.wabaId, usage, { behaviour, throttle }));
             if (throttle.code === 4) {
               void reply.header(
                 'x-app-usage',
@@ -288,11 +298,19 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
             }
             throw new GraphError(throttle.code, `Throttled by the sandbox control API (behaviour.throttle); try again in ${throttle.regainMinutes} minute(s).`);
           }
-          if (usage === 'whatsapp_business_management') limits.recordManagementCall(grant.wabaId);
+          const managementCalls = usage === 'whatsapp_business_management' ? await limits.recordManagementCall(grant.wabaId) : undefined;
+          const call: GraphCall = { request, reply, wabaId: grant.wabaId, token, grant, params, query: request.query as Json, behaviour, number };
           try {
-            return await handler({ request, reply, wabaId: grant.wabaId, token, grant, params, query: request.query as Json });
+            return await handler(call);
           } finally {
-            void reply.header('x-business-use-case-usage', limits.usageHeader(grant.wabaId, usage, number === undefined ? {} : { number }));
+            const counts = {
+              ...(call.sendsThisSecond === undefined ? {} : { sends: call.sendsThisSecond }),
+              ...(managementCalls === undefined ? {} : { managementCalls }),
+            };
+            void reply.header(
+              'x-business-use-case-usage',
+              await limits.usageHeader(grant.wabaId, usage, { behaviour, ...counts, ...(number === undefined ? {} : { number }) }),
+            );
           }
         },
       });

@@ -45,9 +45,9 @@ function numberNode(number: SandboxNumber): Json {
  * Why a media message by `id` cannot be delivered, if it cannot: the provider accepts the send and
  * reports the failure later in a `failed` status (§8.3), so this is checked but not thrown.
  */
-function mediaProblem(deps: GraphDeps, wabaId: string, type: string, content: unknown): string | undefined {
+async function mediaProblem(deps: GraphDeps, wabaId: string, type: string, content: unknown): Promise<string | undefined> {
   if (!(MEDIA_KINDS as readonly string[]).includes(type) || !isObject(content) || typeof content.id !== 'string') return undefined;
-  const media = deps.media.find(content.id);
+  const media = await deps.media.find(content.id);
   if (media === undefined || media.wabaId !== wabaId) return `Media id ${content.id} is unknown to this account or has expired.`;
   const kind = mediaKindOf(media.mimeType);
   if (kind !== (type as MediaKind)) return `Media id ${content.id} is ${media.mimeType}, which cannot be sent as ${type}.`;
@@ -64,10 +64,10 @@ function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
     }
     if (query.client_secret !== deps.appSecret)
       throw new GraphError(1, 'client_secret does not match the app secret.', { message: 'Error validating client secret.' });
-    const exchanged = state.exchangeCode(String(query.code), String(query.client_id));
+    const exchanged = await state.exchangeCode(String(query.code), String(query.client_id));
     if (exchanged === undefined)
       throw new GraphError(100, 'This authorization code has been used.', { subcode: 36009, message: 'This authorization code has been used.' });
-    if (exchanged.created) templates.seed(exchanged.number.wabaId);
+    if (exchanged.created) await templates.seed(exchanged.number.wabaId);
     const { number } = exchanged;
     return {
       access_token: exchanged.accessToken,
@@ -87,7 +87,7 @@ function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
   router.authed('GET', '/:version/debug_token', 'whatsapp_business_management', async ({ query, grant }) => {
     const inputToken = typeof query.input_token === 'string' ? query.input_token : undefined;
     if (inputToken === undefined) throw new GraphError(100, 'The parameter input_token is required.');
-    const input = state.findToken(inputToken);
+    const input = await state.findToken(inputToken);
     if (input === undefined || input.revoked) return { data: { is_valid: false, error: { code: 190, message: 'Invalid OAuth access token.' } } };
     const scopes = ['whatsapp_business_management', 'whatsapp_business_messaging'];
     return {
@@ -108,63 +108,65 @@ function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
     const { id } = call.params as { id: string };
     const { wabaId, query } = call;
     if (id === wabaId) {
-      const waba = state.wabas.get(wabaId);
+      const waba = await state.findWaba(wabaId);
       return pickFields(
         { id, name: waba?.name ?? 'Sandbox Business', timezone_id: '1', message_template_namespace: `sandbox_${id}`, currency: 'USD' },
         query.fields,
       );
     }
-    const number = state.numbers.get(id);
-    if (number !== undefined && number.wabaId === wabaId) return pickFields(numberNode(number), query.fields);
-    const media = deps.media.find(id);
+    if (call.number !== undefined) return pickFields(numberNode(call.number), query.fields);
+    const media = await deps.media.find(id);
     if (media !== undefined && media.wabaId === wabaId) {
       if (query.phone_number_id !== undefined && query.phone_number_id !== media.phoneNumberId) throw unknownObject(id, 'get');
       return mediaNode(media, call, router.prefix, deps.media.signDownload);
     }
-    const template = templates.find(id);
+    const template = await templates.find(id);
     if (template !== undefined && template.wabaId === wabaId) return pickFields(templateNode(template), query.fields);
     throw unknownObject(id, 'get');
   });
 
   router.authed('DELETE', '/:version/:id', 'whatsapp_business_management', async ({ params, wabaId, query }) => {
     const { id } = params as { id: string };
-    const media = deps.media.find(id);
+    const media = await deps.media.find(id);
     if (media === undefined || media.wabaId !== wabaId || (query.phone_number_id !== undefined && query.phone_number_id !== media.phoneNumberId)) {
       throw unknownObject(id, 'delete');
     }
-    deps.media.remove(id);
+    await deps.media.remove(id);
     return { success: true };
   });
 
   router.authed('GET', '/:version/:id/phone_numbers', 'whatsapp_business_management', async ({ params, wabaId, query }) => {
     const { id } = params as { id: string };
     if (id !== wabaId) throw unknownObject(id, 'get');
-    return { data: state.numbersOfWaba(wabaId).map((number) => pickFields(numberNode(number), query.fields)) };
+    return { data: (await state.numbersOfWaba(wabaId)).map((number) => pickFields(numberNode(number), query.fields)) };
   });
 
-  router.authed('POST', '/:version/:id/messages', 'whatsapp', async ({ params, wabaId, request }) => {
-    const { id } = params as { id: string };
-    const number = ownedNumber(deps, wabaId, id, 'post');
+  router.authed('POST', '/:version/:id/messages', 'whatsapp', async (call) => {
+    const { wabaId, request, behaviour } = call;
+    const number = ownedNumber(call, 'post');
     const parsed = parseSendRequest(bodyObject(request.body));
 
     if (parsed.kind === 'read') {
-      const message = state.findMessage(parsed.messageId);
+      const message = await state.findMessage(parsed.messageId);
       if (message === undefined || message.direction !== 'inbound' || message.phoneNumberId !== number.phoneNumberId) {
         throw new GraphError(100, `Param message_id '${parsed.messageId}' is not a message this number received.`);
       }
       return { success: true };
     }
 
-    if (!deps.limits.takeSend(number)) {
-      throw new GraphError(130429, `This number may send ${throughputCeiling(number, state.behaviour)} messages per second; wait for the next second.`);
+    const slot = await deps.limits.takeSend(number, behaviour);
+    call.sendsThisSecond = slot.used;
+    if (!slot.allowed) {
+      throw new GraphError(130429, `This number may send ${throughputCeiling(number, behaviour)} messages per second; wait for the next second.`);
     }
-    const inWindow = state.windowOpen(number.phoneNumberId, parsed.waId);
+    const conversation = await state.conversation(number.phoneNumberId, parsed.waId);
+    const inWindow = conversation.windowOpen;
     let templateCategory: string | undefined;
     if (parsed.type === 'template') {
       const request = parsed.content as Json;
       const name = String(request.name);
       const language = String((request.language as Json).code);
-      const template = checkTemplateSend(templates.findByName(wabaId, name, language), {
+      const template = checkTemplateSend(await templates.findByName(wabaId, name, language), {
         name,
         language,
         components: Array.isArray(request.components) ? request.components : undefined,
@@ -174,23 +176,24 @@ function coreRoutes(router: GraphRouter, deps: GraphDeps): void {
       throw new GraphError(131047, 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.');
     }
 
-    const message = state.recordOutbound({
+    const message = await state.recordOutbound({
       phoneNumberId: number.phoneNumberId,
       waId: parsed.waId,
       type: parsed.type,
       inWindow,
       ...(templateCategory === undefined ? {} : { templateCategory }),
-      ...(state.inFreeEntryPoint(number.phoneNumberId, parsed.waId) ? { freeEntryPoint: true } : {}),
+      ...(conversation.freeEntryPoint ? { freeEntryPoint: true } : {}),
       ...(parsed.bizOpaqueCallbackData === undefined ? {} : { bizOpaqueCallbackData: parsed.bizOpaqueCallbackData }),
     });
-    const injected = state.takeFailNextAsync();
-    const problem = mediaProblem(deps, wabaId, parsed.type, parsed.content);
+    const injected =
+      behaviour.failNextAsync !== undefined && (await state.take('failNextAsync', behaviour.failNextAsync)) ? behaviour.failNextAsync : undefined;
+    const problem = await mediaProblem(deps, wabaId, parsed.type, parsed.content);
     if (injected !== undefined) {
-      deps.events.failLater(message, injected.code, injected.details ?? 'Injected by the sandbox control API (fail_next_async).');
+      deps.events.failLater(message, number, injected.code, injected.details ?? 'Injected by the sandbox control API (fail_next_async).');
     } else if (problem !== undefined) {
-      deps.events.failLater(message, 131053, problem);
-    } else if (state.behaviour.autoStatus) {
-      deps.events.walk(message);
+      deps.events.failLater(message, number, 131053, problem);
+    } else if (behaviour.autoStatus) {
+      deps.events.walk(message, number);
     }
     return {
       messaging_product: 'whatsapp',

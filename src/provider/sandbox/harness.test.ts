@@ -11,7 +11,9 @@ import type { TestContext } from 'node:test';
 import Fastify from 'fastify';
 import { request } from 'undici';
 import { ManualClock } from '../../lib/clock.ts';
-import { createSandboxProvider, type SandboxProviderOptions } from './index.ts';
+import { createTestStore } from '../../../test/harness.ts';
+import { storeFor } from '../../db/connect.ts';
+import { createSandboxProvider, type SandboxProviderOptions, type SandboxStore, type SandboxTables } from './index.ts';
 
 export const APP_SECRET = 'test-app-secret';
 export const VERIFY_TOKEN = 'verify-me';
@@ -56,10 +58,25 @@ export interface Answer {
   raw: Buffer;
 }
 
+/**
+ * A fresh store for a sandbox (its own SQLite file, or its own PostgreSQL schema when
+ * TEST_DATABASE_URL is set), dropped when the test ends.
+ */
+export async function sandboxStore(t: TestContext): Promise<SandboxStore> {
+  return storeFor<SandboxTables>((await createTestStore(t)).store);
+}
+
 export async function setup(t: TestContext, options: Partial<Omit<SandboxProviderOptions, 'clock' | 'appSecret'>> = {}) {
   const clock = new ManualClock('2026-03-01T12:00:00Z');
   const receiver = await startReceiver(t);
-  const sandbox = createSandboxProvider({ clock, appSecret: APP_SECRET, webhookUrl: receiver.url, verifyToken: VERIFY_TOKEN, ...options });
+  const sandbox = createSandboxProvider({
+    store: await sandboxStore(t),
+    clock,
+    appSecret: APP_SECRET,
+    webhookUrl: receiver.url,
+    verifyToken: VERIFY_TOKEN,
+    ...options,
+  });
   const app = Fastify();
   await app.register(sandbox.plugin, { prefix: '/sandbox' });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -23,12 +23,12 @@ function isMediaKind(type: string): type is MediaKind {
  * A media object the way the provider delivers it (`{id, mime_type, sha256, …}`): an existing media
  * id of the account, or a file the sandbox stores now so that the id in the webhook can be downloaded.
  */
-function receivedMedia(kind: MediaKind, input: MediaInput, number: SandboxNumber, media: MediaStore): Json {
+async function receivedMedia(kind: MediaKind, input: MediaInput, number: SandboxNumber, media: MediaStore): Promise<Json> {
   if (input.caption !== undefined && !CAPTIONED.includes(kind)) throw invalid(`\`${kind}.caption\` is only for image, video and document messages.`);
   if (input.filename !== undefined && kind !== 'document') throw invalid(`\`${kind}.filename\` is only for document messages.`);
   let stored;
   if (input.id !== undefined) {
-    stored = media.find(input.id);
+    stored = await media.find(input.id);
     if (stored === undefined || stored.wabaId !== number.wabaId) throw notFound(`No media ${input.id} in the account of number ${number.phoneNumberId}.`);
     if (mediaKindOf(stored.mimeType) !== kind) throw invalid(`Media ${input.id} is ${stored.mimeType}, which is not ${kind} media.`);
   } else {
@@ -37,7 +37,7 @@ function receivedMedia(kind: MediaKind, input: MediaInput, number: SandboxNumber
     const bytes = input.content_base64 === undefined ? placeholderBytes(kind) : Buffer.from(input.content_base64, 'base64');
     if (bytes.length === 0) throw invalid(`\`${kind}.content_base64\` holds no bytes.`);
     if (bytes.length > MEDIA_LIMITS[kind].maxBytes) throw invalid(`${kind} media may be at most ${MEDIA_LIMITS[kind].maxBytes} bytes.`);
-    stored = media.put({
+    stored = await media.put({
       wabaId: number.wabaId,
       phoneNumberId: number.phoneNumberId,
       mimeType,
@@ -45,7 +45,7 @@ function receivedMedia(kind: MediaKind, input: MediaInput, number: SandboxNumber
       filename: input.filename ?? (kind === 'document' ? 'document.pdf' : undefined),
       origin: 'received',
     });
-    if (stored === undefined) throw new ControlError(507, 'media_store_full', 'The file is larger than the sandbox keeps in memory.');
+    if (stored === undefined) throw new ControlError(507, 'media_store_full', 'The file is larger than the sandbox keeps.');
   }
   return {
     ...(input.caption === undefined ? {} : { caption: input.caption }),
@@ -59,7 +59,7 @@ function receivedMedia(kind: MediaKind, input: MediaInput, number: SandboxNumber
 }
 
 /** The object named by `type` for the content types inbound messages and echoes share. */
-function contentObject(input: Inbound | Echo, type: (typeof CONTENT_TYPES)[number], number: SandboxNumber, media: MediaStore): unknown {
+async function contentObject(input: Inbound | Echo, type: (typeof CONTENT_TYPES)[number], number: SandboxNumber, media: MediaStore): Promise<unknown> {
   const given = input[type];
   if (given === undefined) throw invalid(`A ${type} message needs \`${type}\`.`);
   if (type === 'text') return { body: given };
@@ -78,7 +78,7 @@ const SYSTEM_BODIES: Readonly<Record<string, string>> = {
 };
 
 /** One `messages[]` entry of an inbound webhook (§3.2). */
-export function inboundMessage(input: Inbound, number: SandboxNumber, message: SandboxMessage, media: MediaStore): Json {
+export async function inboundMessage(input: Inbound, number: SandboxNumber, message: SandboxMessage, media: MediaStore): Promise<Json> {
   if (input.referral !== undefined && input.type !== 'text') throw invalid('`referral` is only sent on text messages.');
   const context = input.context;
   const base: Json = {
@@ -100,7 +100,7 @@ export function inboundMessage(input: Inbound, number: SandboxNumber, message: S
   if (type === 'request_welcome') return { ...base, type };
   if (isContentType(type)) {
     const referral = input.referral === undefined ? {} : { referral: { source_type: 'ad', ...input.referral } };
-    return { ...base, type, [type]: contentObject(input, type, number, media), ...referral };
+    return { ...base, type, [type]: await contentObject(input, type, number, media), ...referral };
   }
   if (type === 'button' || type === 'order') {
     const given = input[type];
@@ -133,14 +133,14 @@ export function inboundMessage(input: Inbound, number: SandboxNumber, message: S
 }
 
 /** One `message_echoes[]` entry (§3.5): what the business sent from the WhatsApp Business app. */
-export function echoMessage(input: Echo, number: SandboxNumber, message: SandboxMessage, media: MediaStore): Json {
+export async function echoMessage(input: Echo, number: SandboxNumber, message: SandboxMessage, media: MediaStore): Promise<Json> {
   return {
     from: displayDigits(number),
     to: message.waId,
     id: message.id,
     timestamp: unixSeconds(message.createdAt),
     type: input.type,
-    [input.type]: contentObject(input, input.type, number, media),
+    [input.type]: await contentObject(input, input.type, number, media),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * The sandbox provider: an in-memory stand-in for the provider's Cloud API that the service talks to
+ * The sandbox provider: a stand-in for the provider's Cloud API that the service talks to
  * over real HTTP, exactly as it would to the provider. It owns the Graph endpoints (`/graph/{version}`:
  * onboarding, numbers, messages, media, templates, subscriptions), the rate limits and usage headers,
  * the signed webhooks it sends back (messages, statuses, template, quality, account and coexistence
@@ -7,6 +7,7 @@
  * world act. It knows nothing of the service: it is mounted by the composition root or run alone by
  * `main.ts`, and answers in the provider's shapes inside whatever host it is mounted in.
  */
+import { createHmac } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../lib/clock.ts';
 import { installControlConventions } from './control-http.ts';
@@ -17,9 +18,12 @@ import { createLimits } from './limits.ts';
 import { createMediaStore } from './media.ts';
 import { createSandboxState, type TemplateReview } from './state.ts';
 import { createTemplateStore } from './templates.ts';
-import { createWebhookSender, verifyCallback, type WebhookDelivery } from './webhooks.ts';
+import type { SandboxStore } from './store/index.ts';
+import { createWebhookSender, verifyCallback } from './webhooks.ts';
 
 export interface SandboxProviderOptions {
+  /** Where the simulated world is kept (the host's store): shared by every process serving it. */
+  store: SandboxStore;
   clock: Clock;
   /** Signs webhooks and must be presented as `client_secret` when exchanging a code. */
   appSecret: string;
@@ -36,7 +40,7 @@ export interface SandboxProviderOptions {
   statusStepMs?: number;
   /** What happens to new templates: stay PENDING (`manual`, default), or get approved/rejected. */
   templateReview?: TemplateReview;
-  /** Cap on media bytes kept in memory (default 256 MB); the oldest files are dropped beyond it. */
+  /** Cap on the media bytes kept (default 256 MB); the oldest files are dropped beyond it. */
   mediaMaxTotalBytes?: number;
   /**
    * Merged into the `config` of every sandbox route, for hosts that require declarations on their
@@ -46,20 +50,20 @@ export interface SandboxProviderOptions {
 }
 
 export function createSandboxProvider(options: SandboxProviderOptions) {
-  const { clock } = options;
-  const state = createSandboxState(clock, { autoStatus: options.autoStatus ?? true, templateReview: options.templateReview ?? 'manual' });
+  const { clock, store } = options;
+  const state = createSandboxState(store, clock, { autoStatus: options.autoStatus ?? true, templateReview: options.templateReview ?? 'manual' });
   const media = createMediaStore({
+    store,
     clock,
     newId: state.newNodeId,
+    // Derived from the app secret, which every process serving this sandbox shares: a download URL
+    // one process signs, another verifies.
+    urlKey: createHmac('sha256', options.appSecret).update('sandbox media download urls').digest(),
     ...(options.mediaMaxTotalBytes === undefined ? {} : { maxTotalBytes: options.mediaMaxTotalBytes }),
   });
-  const templates = createTemplateStore({ clock, newId: state.newNodeId });
-  const limits = createLimits({
-    clock,
-    behaviour: state.behaviour,
-    hasRegisteredNumber: (wabaId) => state.numbersOfWaba(wabaId).some((number) => number.pinEnabled),
-  });
-  const sender = createWebhookSender({ appSecret: options.appSecret, clock });
+  const templates = createTemplateStore({ store, clock, newId: state.newNodeId });
+  const limits = createLimits({ store, clock, state });
+  const sender = createWebhookSender({ store, appSecret: options.appSecret, clock });
   const webhookUrl = (): string | undefined => (typeof options.webhookUrl === 'function' ? options.webhookUrl() : options.webhookUrl);
   const events = createSandboxEvents({ state, templates, sender, clock, webhookUrl, stepMs: options.statusStepMs ?? 0 });
   const routeConfig = options.routeConfig ?? {};
@@ -67,6 +71,7 @@ export function createSandboxProvider(options: SandboxProviderOptions) {
   // The sandbox's scope gets its own parsers and error answers, so that inside a host application it
   // still answers as the provider does (Graph) or in its own control envelope, never in the host's.
   async function plugin(app: FastifyInstance): Promise<void> {
+    await state.ready();
     installControlConventions(app, 'The Graph API is under /graph/{version}/, the control API under /control/.');
     await app.register(graphRoutes({ clock, state, media, templates, limits, events, appSecret: options.appSecret, routeConfig }), { prefix: '/graph' });
     await app.register(controlRoutes({ clock, state, media, templates, events, deliveries: sender.deliveries, routeConfig }), { prefix: '/control' });
@@ -78,7 +83,8 @@ export function createSandboxProvider(options: SandboxProviderOptions) {
     state,
     media,
     templates,
-    deliveries: sender.deliveries as readonly WebhookDelivery[],
+    /** The latest webhooks sent by any process serving this sandbox, oldest first. */
+    deliveries: sender.deliveries,
     /** Resolves when every scheduled status step and queued webhook has been attempted. */
     idle: sender.idle,
     /** Cancels scheduled status steps; webhooks already on the wire finish on their own. */
@@ -94,4 +100,5 @@ export function createSandboxProvider(options: SandboxProviderOptions) {
 
 export type SandboxProvider = ReturnType<typeof createSandboxProvider>;
 export { COEXISTENCE_CODE_PREFIX } from './state.ts';
+export type { SandboxStore, SandboxTables } from './store/index.ts';
 export { escapeNonAscii, signatureHeader } from './webhooks.ts';

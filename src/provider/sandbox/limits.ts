@@ -1,5 +1,7 @@
+import { sql } from 'kysely';
 import { HOUR, type Clock } from '../../lib/clock.ts';
-import type { Behaviour, SandboxNumber, Throttle } from './state.ts';
+import type { Behaviour, SandboxNumber, SandboxState, Throttle } from './state.ts';
+import type { SandboxStore } from './store/index.ts';
 
 /**
  * The provider's rate limits as the sandbox applies them (§8.1, §8.4): the per-number throughput
@@ -34,69 +36,91 @@ export function throughputCeiling(number: SandboxNumber, behaviour: Behaviour): 
   return number.throughputLevel === 'HIGH' ? DEFAULT_MPS.high : DEFAULT_MPS.standard;
 }
 
-export function createLimits(options: { clock: Clock; behaviour: Behaviour; hasRegisteredNumber: (wabaId: string) => boolean }) {
-  // Fixed one-second windows per number: O(1) per send even with the ceiling raised for benchmarks.
-  const sends = new Map<string, { second: number; count: number }>();
-  // Fixed one-hour windows per account for management calls.
-  const managementCalls = new Map<string, { hour: number; count: number }>();
+export function createLimits(options: { store: SandboxStore; clock: Clock; state: SandboxState }) {
+  const { db } = options.store;
 
   function percent(used: number, budget: number): number {
     return Math.min(100, Math.round((used / budget) * 100));
   }
 
-  function sendsThisSecond(phoneNumberId: string): number {
-    const second = Math.floor(options.clock.now().getTime() / 1000);
-    const window = sends.get(phoneNumberId);
-    return window !== undefined && window.second === second ? window.count : 0;
+  /**
+   * Counts one call in the key's current fixed window and answers the count: one statement, so every
+   * process serving the sandbox counts against the same window.
+   */
+  async function count(key: string, window: number): Promise<number> {
+    const row = await db
+      .insertInto('sandbox_rate_windows')
+      .values({ key, period: window, count: 1 })
+      .onConflict((conflict) =>
+        conflict.column('key').doUpdateSet({
+          count: sql<number>`case when sandbox_rate_windows.period = excluded.period then sandbox_rate_windows.count + 1 else 1 end`,
+          period: sql<number>`excluded.period`,
+        }),
+      )
+      .returning('count')
+      .executeTakeFirstOrThrow();
+    return row.count;
   }
 
+  async function counted(key: string, window: number): Promise<number> {
+    const row = await db.selectFrom('sandbox_rate_windows').select(['period', 'count']).where('key', '=', key).executeTakeFirst();
+    return row !== undefined && Number(row.period) === window ? row.count : 0;
+  }
+
+  const second = (): number => Math.floor(options.clock.now().getTime() / 1000);
+  const hour = (): number => Math.floor(options.clock.now().getTime() / HOUR);
+
   return {
-    /** Takes one send slot of the number's current second; false when the ceiling is reached (130429). */
-    takeSend(number: SandboxNumber): boolean {
-      const second = Math.floor(options.clock.now().getTime() / 1000);
-      const used = sendsThisSecond(number.phoneNumberId);
-      if (used >= throughputCeiling(number, options.behaviour)) return false;
-      sends.set(number.phoneNumberId, { second, count: used + 1 });
-      return true;
+    /**
+     * Takes one send slot of the number's current second; `allowed` is false once the ceiling is
+     * reached (130429). `used` is the second's count so far, for the usage header.
+     */
+    async takeSend(number: SandboxNumber, behaviour: Behaviour): Promise<{ allowed: boolean; used: number }> {
+      const used = await count(`send:${number.phoneNumberId}`, second());
+      return { allowed: used <= throughputCeiling(number, behaviour), used };
     },
 
-    /** Counts a management call of the account. */
-    recordManagementCall(wabaId: string): void {
-      const hour = Math.floor(options.clock.now().getTime() / HOUR);
-      const window = managementCalls.get(wabaId);
-      managementCalls.set(wabaId, window !== undefined && window.hour === hour ? { hour, count: window.count + 1 } : { hour, count: 1 });
+    /** Counts a management call of the account; answers the hour's count so far. */
+    recordManagementCall(wabaId: string): Promise<number> {
+      return count(`management:${wabaId}`, hour());
     },
 
     /**
      * The throttle that refuses this account's next call, if any; counts the refusal down. A throttle
      * limited to a number of calls is cleared once they are spent.
      */
-    takeThrottle(wabaId: string): Throttle | undefined {
-      const throttle = options.behaviour.throttle;
-      if (throttle === undefined || (throttle.wabaId !== undefined && throttle.wabaId !== wabaId)) return undefined;
-      if (throttle.remaining !== undefined) {
-        throttle.remaining -= 1;
-        if (throttle.remaining <= 0) options.behaviour.throttle = undefined;
+    async takeThrottle(wabaId: string, behaviour: Behaviour): Promise<Throttle | undefined> {
+      let throttle = behaviour.throttle;
+      for (;;) {
+        if (throttle === undefined || (throttle.wabaId !== undefined && throttle.wabaId !== wabaId)) return undefined;
+        if (throttle.remaining === undefined) return throttle;
+        const remaining = throttle.remaining - 1;
+        if (await options.state.swapThrottle(throttle, remaining <= 0 ? undefined : { ...throttle, remaining })) return throttle;
+        // Another call counted it down first: decide again on what it left.
+        throttle = (await options.state.behaviour()).throttle;
       }
-      return throttle;
     },
 
     /**
      * `x-business-use-case-usage` for a call on the account: percentages of the budget used (call
      * count; CPU and time are reported as a tenth of it, the sandbox's calls being cheap), or 100 and
-     * the minutes to wait while throttled.
+     * the minutes to wait while throttled. Counts the call already made are passed in, to save a read.
      */
-    usageHeader(wabaId: string, kind: UsageKind, context: { number?: SandboxNumber; throttle?: Throttle } = {}): string {
+    async usageHeader(
+      wabaId: string,
+      kind: UsageKind,
+      context: { behaviour: Behaviour; number?: SandboxNumber; throttle?: Throttle; sends?: number; managementCalls?: number },
+    ): Promise<string> {
       let callCount: number;
       if (context.throttle !== undefined) {
         callCount = 100;
       } else if (kind === 'whatsapp' && context.number !== undefined) {
-        callCount = percent(sendsThisSecond(context.number.phoneNumberId), throughputCeiling(context.number, options.behaviour));
+        const sends = context.sends ?? (await counted(`send:${context.number.phoneNumberId}`, second()));
+        callCount = percent(sends, throughputCeiling(context.number, context.behaviour));
       } else {
-        const hour = Math.floor(options.clock.now().getTime() / HOUR);
-        const window = managementCalls.get(wabaId);
-        const used = window !== undefined && window.hour === hour ? window.count : 0;
-        callCount = percent(used, options.hasRegisteredNumber(wabaId) ? MANAGEMENT_CALLS_PER_HOUR.registered : MANAGEMENT_CALLS_PER_HOUR.default);
+        const used = context.managementCalls ?? (await counted(`management:${wabaId}`, hour()));
+        const budget = (await options.state.hasRegisteredNumber(wabaId)) ? MANAGEMENT_CALLS_PER_HOUR.registered : MANAGEMENT_CALLS_PER_HOUR.default;
+        callCount = percent(used, budget);
       }
       const cost = context.throttle !== undefined ? 100 : Math.ceil(callCount / 10);
       const entry: UsageEntry = {

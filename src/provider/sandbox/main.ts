@@ -1,10 +1,12 @@
 /**
  * Runs the sandbox provider alone (`npm run sandbox`), for trying the provider's shapes by hand or
- * pointing another process at it. The only sandbox file that reads the environment.
+ * pointing another process at it. The only sandbox file that reads the environment, and the one that
+ * opens a store: `SANDBOX_DATABASE_URL` (PostgreSQL), or an SQLite file under `SANDBOX_DATA_DIR`.
  */
 import Fastify from 'fastify';
+import { migrateToLatest, openStore, storeFor } from '../../db/connect.ts';
 import { systemClock } from '../../lib/clock.ts';
-import { createSandboxProvider } from './index.ts';
+import { createSandboxProvider, type SandboxTables } from './index.ts';
 import { TEMPLATE_REVIEWS, type TemplateReview } from './state.ts';
 
 const port = Number(process.env.SANDBOX_PORT ?? 3100);
@@ -27,7 +29,10 @@ function isTemplateReview(value: string): value is TemplateReview {
   return (TEMPLATE_REVIEWS as readonly string[]).includes(value);
 }
 
+const store = openStore({ databaseUrl: process.env.SANDBOX_DATABASE_URL || undefined, dataDir: process.env.SANDBOX_DATA_DIR ?? './data/sandbox' });
+await migrateToLatest(store);
 const sandbox = createSandboxProvider({
+  store: storeFor<SandboxTables>(store),
   clock: systemClock,
   appSecret,
   ...(webhookUrl === undefined ? {} : { webhookUrl }),
@@ -50,6 +55,9 @@ if (verifyToken !== undefined && webhookUrl !== undefined) {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     sandbox.close();
-    void app.close().then(() => process.exit(0));
+    void app
+      .close()
+      .then(() => store.close())
+      .then(() => process.exit(0));
   });
 }

@@ -39,8 +39,9 @@ export function mediaRoutes(router: GraphRouter, deps: GraphDeps): void {
     'POST',
     '/:version/:id/media',
     'whatsapp',
-    async ({ params, wabaId, request }) => {
-      const number = ownedNumber(deps, wabaId, (params as { id: string }).id, 'post');
+    async (call) => {
+      const { wabaId, request } = call;
+      const number = ownedNumber(call, 'post');
       if (!(request.body instanceof MultipartBody))
         throw new GraphError(100, 'Upload media as multipart/form-data with the fields file, type and messaging_product.');
       const { fields, files } = request.body;
@@ -62,7 +63,7 @@ export function mediaRoutes(router: GraphRouter, deps: GraphDeps): void {
       if (file.size === 0) throw uploadError('The file is empty.');
       if (file.size > maxBytes) throw uploadError(`The file is ${file.size} bytes; ${kind} media may be at most ${maxBytes} bytes.`);
 
-      const stored = deps.media.put({
+      const stored = await deps.media.put({
         wabaId,
         phoneNumberId: number.phoneNumberId,
         mimeType: type.trim(),
@@ -70,7 +71,7 @@ export function mediaRoutes(router: GraphRouter, deps: GraphDeps): void {
         filename: file.name === '' || file.name === 'blob' ? undefined : file.name,
         origin: 'uploaded',
       });
-      if (stored === undefined) throw uploadError(`The file is larger than the sandbox keeps in memory (${deps.media.maxTotalBytes} bytes).`);
+      if (stored === undefined) throw uploadError(`The file is larger than the sandbox keeps (${deps.media.maxTotalBytes} bytes).`);
       return { id: stored.id };
     },
     { bodyLimit: LARGEST_MEDIA_BYTES + MULTIPART_OVERHEAD_BYTES },
@@ -79,12 +80,12 @@ export function mediaRoutes(router: GraphRouter, deps: GraphDeps): void {
   // The download URL works like the provider's CDN link: it needs a token of the owning account too,
   // and answers 404 once its five minutes are over (§5).
   router.open('GET', DOWNLOAD_PATH, async (request, reply) => {
-    const { grant } = router.authenticate(request);
+    const { grant } = await router.authenticate(request);
     const query = request.query as { mid?: unknown; ext?: unknown; hash?: unknown };
     const verdict = deps.media.verifyDownload(query);
     if (verdict === 'expired') throw notFound('The media URL has expired; get a fresh one with GET /{media_id}.');
     if (verdict === 'invalid') throw notFound('The media URL is not valid.');
-    const media = deps.media.find(String(query.mid));
+    const media = await deps.media.find(String(query.mid));
     if (media === undefined || media.wabaId !== grant.wabaId) throw notFound('The media does not exist, was deleted or has expired.');
     void reply.type(media.mimeType).header('content-length', String(media.bytes.length));
     if (media.filename !== undefined) void reply.header('content-disposition', `attachment; filename="${media.filename.replace(/[^\x20-\x7e]|["\\]/g, '_')}"`);

@@ -133,7 +133,7 @@ describe('the sandbox provider: media upload errors', () => {
     const second = await upload(token, phoneNumberId, { bytes: Buffer.alloc(600, 2), mime: 'image/png' });
     assertGraphError(await call('GET', `${V}/${first.body.id}`, undefined, token), 400, 100);
     assert.equal((await call('GET', `${V}/${second.body.id}`, undefined, token)).status, 200);
-    assert.equal(sandbox.media.totalBytes, 600);
+    assert.equal(await sandbox.media.totalBytes(), 600);
     assertGraphError(await upload(token, phoneNumberId, { bytes: Buffer.alloc(1001, 1), mime: 'image/png' }), 400, 131053);
   });
 });

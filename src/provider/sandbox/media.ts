@@ -1,6 +1,7 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { DAY, MINUTE, type Clock } from '../../lib/clock.ts';
 import { constantTimeEqual, sha256Hex } from '../../lib/crypto.ts';
+import type { SandboxStore } from './store/index.ts';
 
 export const MEDIA_KINDS = ['image', 'video', 'audio', 'document', 'sticker'] as const;
 export type MediaKind = (typeof MEDIA_KINDS)[number];
@@ -90,14 +91,21 @@ export function placeholderBytes(kind: MediaKind): Buffer {
 }
 
 /** In-memory media with a cap on total bytes; download URLs are signed so they need no storage. */
-export function createMediaStore(options: { clock: Clock; newId: () => string; maxTotalBytes?: number }) {
+export function createMediaStore(options: {
+  store: SandboxStore;
+  clock: Clock;
+  newId: () => Promise<string>;
+  /** Signs download URLs; every process serving the sandbox must use the same key. */
+  urlKey: Buffer;
+  maxTotalBytes?: number;
+}) {
   const maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MEDIA_MAX_TOTAL_BYTES;
   // Insertion order is creation order, so the first entries are the ones to drop when full.
   const media = new Map<string, SandboxMedia>();
-  const urlKey = randomBytes(32);
+  const { urlKey } = options;
   let totalBytes = 0;
 
-  function remove(id: string): boolean {
+  async function remove(id: string): Promise<boolean> {
     const found = media.get(id);
     if (found === undefined) return false;
     media.delete(id);
@@ -110,28 +118,28 @@ export function createMediaStore(options: { clock: Clock; newId: () => string; m
   }
 
   return {
-    get totalBytes(): number {
+    async totalBytes(): Promise<number> {
       return totalBytes;
     },
     maxTotalBytes,
 
     /** Stores a file; the oldest files are dropped to stay under the cap, as expiry would drop them. */
-    put(fields: {
+    async put(fields: {
       wabaId: string;
       phoneNumberId: string;
       mimeType: string;
       bytes: Buffer;
       filename?: string | undefined;
       origin: SandboxMedia['origin'];
-    }): SandboxMedia | undefined {
+    }): Promise<SandboxMedia | undefined> {
       if (fields.bytes.length > maxTotalBytes) return undefined;
       for (const id of media.keys()) {
         if (totalBytes + fields.bytes.length <= maxTotalBytes) break;
-        remove(id);
+        await remove(id);
       }
       const now = options.clock.now();
       const stored: SandboxMedia = {
-        id: options.newId(),
+        id: await options.newId(),
         wabaId: fields.wabaId,
         phoneNumberId: fields.phoneNumberId,
         mimeType: fields.mimeType,
@@ -148,11 +156,11 @@ export function createMediaStore(options: { clock: Clock; newId: () => string; m
     },
 
     /** The media, unless it never existed, was deleted or has expired (then it is dropped). */
-    find(id: string): SandboxMedia | undefined {
+    async find(id: string): Promise<SandboxMedia | undefined> {
       const found = media.get(id);
       if (found === undefined) return undefined;
       if (found.expiresAt.getTime() <= options.clock.now().getTime()) {
-        remove(id);
+        await remove(id);
         return undefined;
       }
       return found;

@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { request } from 'undici';
 import { ManualClock } from '../../lib/clock.ts';
 import { startServer } from '../../../test/harness.ts';
-import { APP_SECRET, startReceiver, USER, V } from './harness.test.ts';
+import { APP_SECRET, sandboxStore, startReceiver, USER, V } from './harness.test.ts';
 import { createSandboxProvider, type SandboxProviderOptions } from './index.ts';
 
 const ACCESS = { public: true, reason: 'the sandbox provider answers for itself', rateLimit: false } as const;
@@ -39,7 +39,13 @@ function createHost() {
 async function mount(t: TestContext, app: FastifyInstance, options: Partial<SandboxProviderOptions>) {
   const receiver = await startReceiver(t);
   // As the service does: its own address is known only once it listens, so the URL is a function.
-  const sandbox = createSandboxProvider({ clock: new ManualClock('2026-03-01T12:00:00Z'), appSecret: APP_SECRET, webhookUrl: () => receiver.url, ...options });
+  const sandbox = createSandboxProvider({
+    store: await sandboxStore(t),
+    clock: new ManualClock('2026-03-01T12:00:00Z'),
+    appSecret: APP_SECRET,
+    webhookUrl: () => receiver.url,
+    ...options,
+  });
   await app.register(sandbox.plugin, { prefix: '/sandbox' });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(async () => {
@@ -61,7 +67,7 @@ async function mount(t: TestContext, app: FastifyInstance, options: Partial<Sand
 describe('the sandbox mounted inside a host application', () => {
   it('without routeConfig a host that requires access declarations refuses to start', async (t) => {
     const { app } = createHost();
-    const sandbox = createSandboxProvider({ clock: new ManualClock(), appSecret: APP_SECRET });
+    const sandbox = createSandboxProvider({ store: await sandboxStore(t), clock: new ManualClock(), appSecret: APP_SECRET });
     t.after(async () => {
       sandbox.close();
       await app.close();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HOUR, ManualClock } from '../../lib/clock.ts';
-import { assertGraphError, setup, statusesOf, USER } from './harness.test.ts';
+import { assertGraphError, sandboxStore, setup, statusesOf, USER } from './harness.test.ts';
 import { escapeNonAscii } from './index.ts';
 import { createWebhookSender } from './webhooks.ts';
 
@@ -234,12 +234,22 @@ describe('the sandbox provider: webhooks', () => {
     assert.equal(bad.body.error.code, 'validation_failed');
   });
 
-  it('the delivery log keeps only the latest deliveries, so a long run stays bounded', async () => {
-    const sender = createWebhookSender({ appSecret: 'secret', clock: new ManualClock(), logSize: 10 });
+  it('the delivery log keeps only the latest deliveries, so a long run stays bounded', async (t) => {
+    const store = await sandboxStore(t);
+    const sender = createWebhookSender({ store, appSecret: 'secret', clock: new ManualClock(), logSize: 10 });
     for (let index = 0; index < 25; index += 1) await sender.send({ index }, { skip: 'recorded only' });
-    assert.ok(sender.deliveries.length <= 11);
-    assert.equal(JSON.parse(sender.deliveries.at(-1)!.body).index, 24);
-    assert.equal(sender.deliveries.at(-1)!.error, 'recorded only');
+    const deliveries = await sender.deliveries();
+    assert.equal(deliveries.length, 10);
+    assert.deepEqual(
+      deliveries.map((delivery) => JSON.parse(delivery.body).index),
+      [15, 16, 17, 18, 19, 20, 21, 22, 23, 24],
+    );
+    assert.equal(deliveries.at(-1)!.error, 'recorded only');
+    const stored = await store.db
+      .selectFrom('sandbox_webhooks')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
+    assert.ok(Number(stored.count) <= 11, `the table is trimmed too (${stored.count} rows)`);
   });
 
   it('the subscription handshake echoes the challenge', async (t) => {

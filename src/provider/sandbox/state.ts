@@ -1,6 +1,8 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { DAY, type Clock } from '../../lib/clock.ts';
-import { randomToken } from '../../lib/crypto.ts';
+import { randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { newSeq, type SandboxStore } from './store/index.ts';
+import type { SandboxBehaviourRow, SandboxMessageRow, SandboxNumberRow } from './store/tables.ts';
 
 export const QUALITY_RATINGS = ['GREEN', 'YELLOW', 'RED'] as const;
 export type QualityRating = (typeof QUALITY_RATINGS)[number];
@@ -42,8 +44,12 @@ export interface SandboxNumber {
 export interface SandboxWaba {
   wabaId: string;
   name: string;
-  /** App id → the subscription; `overrideCallbackUri` replaces the sandbox's webhook URL for this account. */
-  subscribedApps: Map<string, { overrideCallbackUri?: string }>;
+}
+
+/** An app subscribed to an account; `overrideCallbackUri` replaces the sandbox's webhook URL for it. */
+export interface SandboxSubscription {
+  appId: string;
+  overrideCallbackUri?: string;
 }
 
 export interface SandboxToken {
@@ -109,9 +115,11 @@ export interface Behaviour {
 export const WINDOW_MS = DAY;
 /**
  * Messages remembered for read receipts, replies and `/control/status`; older ones are forgotten so
- * that a long benchmark run does not grow the process without bound.
+ * that a long benchmark run does not grow the store without bound.
  */
 export const MAX_REMEMBERED_MESSAGES = 200_000;
+/** How many messages are recorded between two trims of the oldest beyond the bound. */
+const TRIM_EVERY = 1_000;
 /** A click-to-WhatsApp referral makes replies free for 72 hours (free entry point, §9). */
 export const FREE_ENTRY_POINT_MS = 3 * DAY;
 
@@ -121,78 +129,215 @@ function digits(length: number): string {
   return out;
 }
 
-/** Everything the sandbox remembers, in memory: a restart is a fresh provider. */
-export function createSandboxState(clock: Clock, options: { autoStatus: boolean; templateReview: TemplateReview }) {
-  const numbers = new Map<string, SandboxNumber>();
-  const wabas = new Map<string, SandboxWaba>();
-  // A business token reaches exactly one customer account (§7.4).
-  const tokens = new Map<string, SandboxToken>();
-  // Codes minted by the control API to re-authorise an existing number: code → phone number id.
-  const reauthorisationCodes = new Map<string, string>();
-  const spentCodes = new Set<string>();
-  const messages = new Map<string, SandboxMessage>();
-  function remember(message: SandboxMessage): void {
-    messages.set(message.id, message);
-    // Insertion order is age order, so the first key is the oldest message.
-    if (messages.size > MAX_REMEMBERED_MESSAGES) messages.delete(messages.keys().next().value as string);
-  }
-  // `${phoneNumberId}:${waId}` → time of the user's last inbound message / last ad referral.
-  const lastInbound = new Map<string, number>();
-  const lastReferral = new Map<string, number>();
-  // Every Graph node id handed out, so that numbers, accounts, media and templates never collide.
-  const nodeIds = new Set<string>();
-  const behaviour: Behaviour = {
-    latencyMs: 0,
-    failNext: undefined,
-    failNextAsync: undefined,
-    autoStatus: options.autoStatus,
-    throttle: undefined,
-    throughputMps: undefined,
-    templateReview: options.templateReview,
+const iso = (date: Date): string => date.toISOString();
+
+function numberOf(row: SandboxNumberRow): SandboxNumber {
+  return {
+    phoneNumberId: row.phone_number_id,
+    wabaId: row.waba_id,
+    displayPhoneNumber: row.display_phone_number,
+    verifiedName: row.verified_name,
+    coexistence: row.coexistence === 1,
+    qualityRating: row.quality_rating as QualityRating,
+    messagingLimitTier: row.messaging_limit_tier as LimitTier,
+    throughputLevel: row.throughput_level as ThroughputLevel,
+    pinEnabled: row.pin_enabled === 1,
+    registerAttempts: JSON.parse(row.register_attempts) as number[],
+    onboardedAt: new Date(row.onboarded_at),
+    syncRequested: Object.fromEntries(Object.entries(JSON.parse(row.sync_requested) as Record<string, string>).map(([type, at]) => [type, new Date(at)])),
   };
+}
+
+function messageOf(row: SandboxMessageRow): SandboxMessage {
+  return {
+    id: row.id,
+    direction: row.direction as SandboxMessage['direction'],
+    phoneNumberId: row.phone_number_id,
+    waId: row.wa_id,
+    type: row.type,
+    inWindow: row.in_window === 1,
+    ...(row.template_category === null ? {} : { templateCategory: row.template_category }),
+    ...(row.free_entry_point === 1 ? { freeEntryPoint: true } : {}),
+    ...(row.biz_opaque_callback_data === null ? {} : { bizOpaqueCallbackData: row.biz_opaque_callback_data }),
+    createdAt: new Date(row.created_at),
+  };
+}
+
+const parseOrUndefined = <T>(json: string | null): T | undefined => (json === null ? undefined : (JSON.parse(json) as T));
+
+function behaviourOf(row: SandboxBehaviourRow): Behaviour {
+  return {
+    latencyMs: row.latency_ms,
+    failNext: parseOrUndefined<FailNext>(row.fail_next),
+    failNextAsync: parseOrUndefined<FailNext>(row.fail_next_async),
+    autoStatus: row.auto_status === 1,
+    throttle: parseOrUndefined<Throttle>(row.throttle),
+    throughputMps: row.throughput_mps ?? undefined,
+    templateReview: row.template_review as TemplateReview,
+  };
+}
+
+const toJson = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+
+/** The behaviour columns a change writes: only the fields it names. */
+function behaviourColumns(change: Partial<Behaviour>): Partial<SandboxBehaviourRow> {
+  return {
+    ...('latencyMs' in change ? { latency_ms: change.latencyMs } : {}),
+    ...('failNext' in change ? { fail_next: toJson(change.failNext) } : {}),
+    ...('failNextAsync' in change ? { fail_next_async: toJson(change.failNextAsync) } : {}),
+    ...('autoStatus' in change ? { auto_status: change.autoStatus ? 1 : 0 } : {}),
+    ...('throttle' in change ? { throttle: toJson(change.throttle) } : {}),
+    ...('throughputMps' in change ? { throughput_mps: change.throughputMps ?? null } : {}),
+    ...('templateReview' in change ? { template_review: change.templateReview } : {}),
+  };
+}
+
+/** The fields of a number that the simulated world changes after it was created. */
+export type NumberChange = Partial<
+  Pick<SandboxNumber, 'qualityRating' | 'messagingLimitTier' | 'throughputLevel' | 'pinEnabled' | 'registerAttempts' | 'syncRequested'>
+>;
+
+function numberColumns(change: NumberChange): Partial<SandboxNumberRow> {
+  return {
+    ...(change.qualityRating === undefined ? {} : { quality_rating: change.qualityRating }),
+    ...(change.messagingLimitTier === undefined ? {} : { messaging_limit_tier: change.messagingLimitTier }),
+    ...(change.throughputLevel === undefined ? {} : { throughput_level: change.throughputLevel }),
+    ...(change.pinEnabled === undefined ? {} : { pin_enabled: change.pinEnabled ? 1 : 0 }),
+    ...(change.registerAttempts === undefined ? {} : { register_attempts: JSON.stringify(change.registerAttempts) }),
+    ...(change.syncRequested === undefined
+      ? {}
+      : { sync_requested: JSON.stringify(Object.fromEntries(Object.entries(change.syncRequested).map(([type, at]) => [type, iso(at)]))) }),
+  };
+}
+
+const tokenHash = (token: string): string => sha256Hex(token);
+
+/**
+ * Everything the sandbox remembers, in the host's store (store/tables.ts): numbers, accounts and
+ * their subscriptions, tokens, messages and windows, and the control API's behaviour. Every process
+ * serving the sandbox sees the same world, and a restart keeps it.
+ */
+export function createSandboxState(store: SandboxStore, clock: Clock, options: { autoStatus: boolean; templateReview: TemplateReview }) {
+  const { db } = store;
+  let recordedSinceTrim = 0;
 
   /** A fresh numeric Graph id; 15 digits keep it below 2^53, so webhooks can carry it as a JSON number. */
-  function newNodeId(): string {
+  async function newNodeId(): Promise<string> {
     for (;;) {
       const id = digits(15);
-      if (!nodeIds.has(id)) {
-        nodeIds.add(id);
+      try {
+        await db.insertInto('sandbox_node_ids').values({ id }).execute();
         return id;
+      } catch (error) {
+        if (!store.isUniqueViolation(error)) throw error;
       }
     }
   }
 
-  function issueToken(wabaId: string, appId: string): string {
+  async function issueToken(wabaId: string, appId: string): Promise<string> {
     const accessToken = `EAAS${randomToken(48)}`;
-    tokens.set(accessToken, { wabaId, appId, revoked: false });
+    await db
+      .insertInto('sandbox_tokens')
+      .values({ token_hash: tokenHash(accessToken), waba_id: wabaId, app_id: appId, revoked: 0, created_at: iso(clock.now()) })
+      .execute();
     return accessToken;
   }
 
+  async function findNumber(phoneNumberId: string): Promise<SandboxNumber | undefined> {
+    const row = await db.selectFrom('sandbox_numbers').selectAll().where('phone_number_id', '=', phoneNumberId).executeTakeFirst();
+    return row === undefined ? undefined : numberOf(row);
+  }
+
+  async function remember(message: SandboxMessage): Promise<void> {
+    await db
+      .insertInto('sandbox_messages')
+      .values({
+        id: message.id,
+        seq: newSeq(message.createdAt),
+        direction: message.direction,
+        phone_number_id: message.phoneNumberId,
+        wa_id: message.waId,
+        type: message.type,
+        in_window: message.inWindow ? 1 : 0,
+        template_category: message.templateCategory ?? null,
+        free_entry_point: message.freeEntryPoint ? 1 : 0,
+        biz_opaque_callback_data: message.bizOpaqueCallbackData ?? null,
+        created_at: iso(message.createdAt),
+      })
+      .execute();
+    // Trimmed in batches, so that keeping the table bounded costs little per message.
+    recordedSinceTrim += 1;
+    if (recordedSinceTrim >= TRIM_EVERY) {
+      recordedSinceTrim = 0;
+      const oldestKept = await db
+        .selectFrom('sandbox_messages')
+        .select('seq')
+        .orderBy('seq', 'desc')
+        .offset(MAX_REMEMBERED_MESSAGES)
+        .limit(1)
+        .executeTakeFirst();
+      if (oldestKept !== undefined) await db.deleteFrom('sandbox_messages').where('seq', '<=', oldestKept.seq).execute();
+    }
+  }
+
+  async function outboundWhere(column: 'wa_id' | 'phone_number_id', value: string): Promise<SandboxMessage[]> {
+    const rows = await db.selectFrom('sandbox_messages').selectAll().where(column, '=', value).where('direction', '=', 'outbound').orderBy('seq').execute();
+    return rows.map(messageOf);
+  }
+
+  async function readBehaviour(): Promise<Behaviour> {
+    const row = await db.selectFrom('sandbox_behaviour').selectAll().where('id', '=', 1).executeTakeFirstOrThrow();
+    return behaviourOf(row);
+  }
+
   return {
-    behaviour,
-    numbers,
-    wabas,
     newNodeId,
+
+    /**
+     * The behaviour row, created with the host's defaults by the first process to serve the sandbox
+     * on this store; later processes and restarts keep what the control API set.
+     */
+    async ready(): Promise<void> {
+      await db
+        .insertInto('sandbox_behaviour')
+        .values({
+          id: 1,
+          latency_ms: 0,
+          fail_next: null,
+          fail_next_async: null,
+          auto_status: options.autoStatus ? 1 : 0,
+          throttle: null,
+          throughput_mps: null,
+          template_review: options.templateReview,
+        })
+        .onConflict((conflict) => conflict.column('id').doNothing())
+        .execute();
+    },
 
     /**
      * Exchanging a code creates a fresh account and number, as Embedded Signup would have; a code the
      * control API minted for an existing number issues a new token for that same number instead.
      * Returns undefined for a minted code that was already spent (codes are single use).
      */
-    exchangeCode(code: string, appId: string): { accessToken: string; number: SandboxNumber; created: boolean } | undefined {
-      if (spentCodes.has(code)) return undefined;
-      const existing = reauthorisationCodes.get(code);
-      if (existing !== undefined) {
-        reauthorisationCodes.delete(code);
-        spentCodes.add(code);
-        const number = numbers.get(existing);
+    async exchangeCode(code: string, appId: string): Promise<{ accessToken: string; number: SandboxNumber; created: boolean } | undefined> {
+      const minted = await db.selectFrom('sandbox_codes').select(['phone_number_id', 'spent_at']).where('code', '=', code).executeTakeFirst();
+      if (minted !== undefined) {
+        // Spending is one conditional update, so two processes exchanging the same code cannot both win.
+        const spent = await db
+          .updateTable('sandbox_codes')
+          .set({ spent_at: iso(clock.now()) })
+          .where('code', '=', code)
+          .where('spent_at', 'is', null)
+          .executeTakeFirst();
+        if (spent.numUpdatedRows === 0n) return undefined;
+        const number = await findNumber(minted.phone_number_id);
         if (number === undefined) return undefined;
-        return { accessToken: issueToken(number.wabaId, appId), number, created: false };
+        return { accessToken: await issueToken(number.wabaId, appId), number, created: false };
       }
-      const wabaId = newNodeId();
-      wabas.set(wabaId, { wabaId, name: 'Sandbox Business', subscribedApps: new Map() });
+      const wabaId = await newNodeId();
+      const now = clock.now();
       const number: SandboxNumber = {
-        phoneNumberId: newNodeId(),
+        phoneNumberId: await newNodeId(),
         wabaId,
         // 555-01xx numbers are reserved for fiction, so a sandbox number can never reach a real phone.
         displayPhoneNumber: `+1 631-555-01${String(randomInt(0, 100)).padStart(2, '0')}`,
@@ -203,39 +348,120 @@ export function createSandboxState(clock: Clock, options: { autoStatus: boolean;
         throughputLevel: 'STANDARD',
         pinEnabled: false,
         registerAttempts: [],
-        onboardedAt: clock.now(),
+        onboardedAt: now,
         syncRequested: {},
       };
-      numbers.set(number.phoneNumberId, number);
-      return { accessToken: issueToken(wabaId, appId), number, created: true };
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('sandbox_wabas')
+          .values({ waba_id: wabaId, name: 'Sandbox Business', created_at: iso(now) })
+          .execute();
+        await trx
+          .insertInto('sandbox_numbers')
+          .values({
+            phone_number_id: number.phoneNumberId,
+            seq: newSeq(now),
+            waba_id: wabaId,
+            display_phone_number: number.displayPhoneNumber,
+            verified_name: number.verifiedName,
+            coexistence: number.coexistence ? 1 : 0,
+            quality_rating: number.qualityRating,
+            messaging_limit_tier: number.messagingLimitTier,
+            throughput_level: number.throughputLevel,
+            pin_enabled: 0,
+            register_attempts: '[]',
+            onboarded_at: iso(now),
+            sync_requested: '{}',
+          })
+          .execute();
+      });
+      return { accessToken: await issueToken(wabaId, appId), number, created: true };
     },
 
     /** A single-use code that, exchanged, issues a new token for this same number. */
-    mintReauthorisationCode(phoneNumberId: string): string {
+    async mintReauthorisationCode(phoneNumberId: string): Promise<string> {
       const code = `reauth-${randomToken(18)}`;
-      reauthorisationCodes.set(code, phoneNumberId);
+      await db
+        .insertInto('sandbox_codes')
+        .values({ code, phone_number_id: phoneNumberId, spent_at: null, created_at: iso(clock.now()) })
+        .execute();
       return code;
     },
 
-    findToken(token: string): SandboxToken | undefined {
-      return tokens.get(token);
+    async findToken(token: string): Promise<SandboxToken | undefined> {
+      const row = await db.selectFrom('sandbox_tokens').select(['waba_id', 'app_id', 'revoked']).where('token_hash', '=', tokenHash(token)).executeTakeFirst();
+      return row === undefined ? undefined : { wabaId: row.waba_id, appId: row.app_id, revoked: row.revoked === 1 };
     },
 
     /** Revokes one token, or every token of an account; answers how many were live. */
-    revokeTokens(match: { accessToken: string } | { wabaId: string }): number {
-      let revoked = 0;
-      for (const [token, grant] of tokens) {
-        const hit = 'accessToken' in match ? token === match.accessToken : grant.wabaId === match.wabaId;
-        if (hit && !grant.revoked) {
-          grant.revoked = true;
-          revoked += 1;
-        }
-      }
-      return revoked;
+    async revokeTokens(match: { accessToken: string } | { wabaId: string }): Promise<number> {
+      const result = await db
+        .updateTable('sandbox_tokens')
+        .set({ revoked: 1 })
+        .where('accessToken' in match ? 'token_hash' : 'waba_id', '=', 'accessToken' in match ? tokenHash(match.accessToken) : match.wabaId)
+        .where('revoked', '=', 0)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
 
-    numbersOfWaba(wabaId: string): SandboxNumber[] {
-      return [...numbers.values()].filter((number) => number.wabaId === wabaId);
+    findNumber,
+
+    async listNumbers(): Promise<SandboxNumber[]> {
+      return (await db.selectFrom('sandbox_numbers').selectAll().orderBy('seq').execute()).map(numberOf);
+    },
+
+    async numbersOfWaba(wabaId: string): Promise<SandboxNumber[]> {
+      return (await db.selectFrom('sandbox_numbers').selectAll().where('waba_id', '=', wabaId).orderBy('seq').execute()).map(numberOf);
+    },
+
+    /** Whether a number of the account set a PIN through `/register`: it raises the management budget. */
+    async hasRegisteredNumber(wabaId: string): Promise<boolean> {
+      const row = await db
+        .selectFrom('sandbox_numbers')
+        .select('phone_number_id')
+        .where('waba_id', '=', wabaId)
+        .where('pin_enabled', '=', 1)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
+    /** Writes the changed fields and answers the number as it now is. */
+    async updateNumber(number: SandboxNumber, change: NumberChange): Promise<SandboxNumber> {
+      await db.updateTable('sandbox_numbers').set(numberColumns(change)).where('phone_number_id', '=', number.phoneNumberId).execute();
+      return { ...number, ...change };
+    },
+
+    async findWaba(wabaId: string): Promise<SandboxWaba | undefined> {
+      const row = await db.selectFrom('sandbox_wabas').select(['waba_id', 'name']).where('waba_id', '=', wabaId).executeTakeFirst();
+      return row === undefined ? undefined : { wabaId: row.waba_id, name: row.name };
+    },
+
+    /** The apps subscribed to an account's webhooks, first subscribed first. */
+    async subscriptions(wabaId: string): Promise<SandboxSubscription[]> {
+      const rows = await db
+        .selectFrom('sandbox_subscriptions')
+        .select(['app_id', 'override_callback_uri'])
+        .where('waba_id', '=', wabaId)
+        .orderBy('created_at')
+        .orderBy('app_id')
+        .execute();
+      return rows.map((row) => ({ appId: row.app_id, ...(row.override_callback_uri === null ? {} : { overrideCallbackUri: row.override_callback_uri }) }));
+    },
+
+    /** Subscribes an app (again): a new override replaces the previous one. */
+    async subscribe(wabaId: string, appId: string, overrideCallbackUri: string | undefined): Promise<void> {
+      await db
+        .insertInto('sandbox_subscriptions')
+        .values({ waba_id: wabaId, app_id: appId, override_callback_uri: overrideCallbackUri ?? null, created_at: iso(clock.now()) })
+        .onConflict((conflict) => conflict.columns(['waba_id', 'app_id']).doUpdateSet({ override_callback_uri: overrideCallbackUri ?? null }))
+        .execute();
+    },
+
+    /** Unsubscribes one app, or every app of the account. */
+    async unsubscribe(wabaId: string, appId?: string): Promise<void> {
+      let query = db.deleteFrom('sandbox_subscriptions').where('waba_id', '=', wabaId);
+      if (appId !== undefined) query = query.where('app_id', '=', appId);
+      await query.execute();
     },
 
     /** A message with its id and time but not yet stored, so that building its webhook can still fail. */
@@ -244,51 +470,95 @@ export function createSandboxState(clock: Clock, options: { autoStatus: boolean;
     },
 
     /** Stores a user's message; any user message (re)opens the 24-hour window (§9). */
-    recordInbound(message: SandboxMessage, options: { referral?: boolean } = {}): void {
-      remember(message);
-      const key = `${message.phoneNumberId}:${message.waId}`;
-      lastInbound.set(key, message.createdAt.getTime());
-      if (options.referral) lastReferral.set(key, message.createdAt.getTime());
+    async recordInbound(message: SandboxMessage, options: { referral?: boolean } = {}): Promise<void> {
+      await remember(message);
+      const at = iso(message.createdAt);
+      const referral = options.referral ? { last_referral_at: at } : {};
+      await db
+        .insertInto('sandbox_conversations')
+        .values({ phone_number_id: message.phoneNumberId, wa_id: message.waId, last_inbound_at: at, last_referral_at: options.referral ? at : null })
+        .onConflict((conflict) => conflict.columns(['phone_number_id', 'wa_id']).doUpdateSet({ last_inbound_at: at, ...referral }))
+        .execute();
     },
 
-    recordOutbound(fields: Omit<SandboxMessage, 'id' | 'direction' | 'createdAt'>): SandboxMessage {
+    async recordOutbound(fields: Omit<SandboxMessage, 'id' | 'direction' | 'createdAt'>): Promise<SandboxMessage> {
       const message: SandboxMessage = { ...fields, id: newWamid(fields.waId), direction: 'outbound', createdAt: clock.now() };
-      remember(message);
+      await remember(message);
       return message;
     },
 
     /** The messages a user was sent, oldest first: how a test proves a send reached the provider once. */
-    outboundTo(waId: string): SandboxMessage[] {
-      return [...messages.values()].filter((message) => message.direction === 'outbound' && message.waId === waId);
+    outboundTo(waId: string): Promise<SandboxMessage[]> {
+      return outboundWhere('wa_id', waId);
     },
-    findMessage(id: string): SandboxMessage | undefined {
-      return messages.get(id);
+
+    async findMessage(id: string): Promise<SandboxMessage | undefined> {
+      const row = await db.selectFrom('sandbox_messages').selectAll().where('id', '=', id).executeTakeFirst();
+      return row === undefined ? undefined : messageOf(row);
     },
+
     /** What a number sent, oldest first: when each send arrived, for pacing checks. */
-    sentBy(phoneNumberId: string): SandboxMessage[] {
-      return [...messages.values()].filter((message) => message.direction === 'outbound' && message.phoneNumberId === phoneNumberId);
+    sentBy(phoneNumberId: string): Promise<SandboxMessage[]> {
+      return outboundWhere('phone_number_id', phoneNumberId);
     },
 
-    windowOpen(phoneNumberId: string, waId: string): boolean {
-      const last = lastInbound.get(`${phoneNumberId}:${waId}`);
-      return last !== undefined && clock.now().getTime() - last < WINDOW_MS;
+    /** How many messages a number sent: a cheap poll for "has the provider taken them all yet". */
+    async sentCount(phoneNumberId: string): Promise<number> {
+      const row = await db
+        .selectFrom('sandbox_messages')
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .where('phone_number_id', '=', phoneNumberId)
+        .where('direction', '=', 'outbound')
+        .executeTakeFirstOrThrow();
+      return Number(row.count);
     },
 
-    inFreeEntryPoint(phoneNumberId: string, waId: string): boolean {
-      const last = lastReferral.get(`${phoneNumberId}:${waId}`);
-      return last !== undefined && clock.now().getTime() - last < FREE_ENTRY_POINT_MS;
+    /** Whether the user's 24-hour window is open (§9), and whether an ad referral made replies free. */
+    async conversation(phoneNumberId: string, waId: string): Promise<{ windowOpen: boolean; freeEntryPoint: boolean }> {
+      const row = await db
+        .selectFrom('sandbox_conversations')
+        .select(['last_inbound_at', 'last_referral_at'])
+        .where('phone_number_id', '=', phoneNumberId)
+        .where('wa_id', '=', waId)
+        .executeTakeFirst();
+      const now = clock.now().getTime();
+      const within = (at: string | null | undefined, ms: number): boolean => at !== null && at !== undefined && now - Date.parse(at) < ms;
+      return { windowOpen: within(row?.last_inbound_at, WINDOW_MS), freeEntryPoint: within(row?.last_referral_at, FREE_ENTRY_POINT_MS) };
     },
 
-    takeFailNext(): FailNext | undefined {
-      const failure = behaviour.failNext;
-      behaviour.failNext = undefined;
-      return failure;
+    behaviour: readBehaviour,
+
+    /** Applies the fields a control call set; answers the behaviour as it now is. */
+    async updateBehaviour(change: Partial<Behaviour>): Promise<Behaviour> {
+      const columns = behaviourColumns(change);
+      if (Object.keys(columns).length > 0) await db.updateTable('sandbox_behaviour').set(columns).where('id', '=', 1).execute();
+      return readBehaviour();
     },
 
-    takeFailNextAsync(): FailNext | undefined {
-      const failure = behaviour.failNextAsync;
-      behaviour.failNextAsync = undefined;
-      return failure;
+    /**
+     * Takes a one-shot failure seen in `behaviour`: only if it is still the one set, so that of two
+     * calls racing for it (in any process) exactly one fails.
+     */
+    async take(field: 'failNext' | 'failNextAsync', seen: FailNext): Promise<boolean> {
+      const column = field === 'failNext' ? 'fail_next' : 'fail_next_async';
+      const result = await db
+        .updateTable('sandbox_behaviour')
+        .set({ [column]: null })
+        .where('id', '=', 1)
+        .where(column, '=', JSON.stringify(seen))
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    /** Replaces the throttle seen in `behaviour` by `next`, if nobody changed it meanwhile. */
+    async swapThrottle(seen: Throttle, next: Throttle | undefined): Promise<boolean> {
+      const result = await db
+        .updateTable('sandbox_behaviour')
+        .set({ throttle: toJson(next) })
+        .where('id', '=', 1)
+        .where('throttle', '=', JSON.stringify(seen))
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
     },
   };
 }

@@ -85,7 +85,7 @@ export function templateRoutes(router: GraphRouter, deps: GraphDeps): void {
     const name = optionalString(query, 'name');
     const category = optionalString(query, 'category');
     const language = optionalString(query, 'language');
-    const all = templates.list(wabaId, {
+    const all = await templates.list(wabaId, {
       ...(name === undefined ? {} : { name }),
       ...(status === undefined ? {} : { status }),
       ...(category === undefined ? {} : { category }),
@@ -94,10 +94,10 @@ export function templateRoutes(router: GraphRouter, deps: GraphDeps): void {
     return page(all, query, new URL(`${request.protocol}://${request.host}${request.url}`));
   });
 
-  router.authed('POST', '/:version/:id/message_templates', 'whatsapp_business_management', async ({ params, wabaId, request }) => {
+  router.authed('POST', '/:version/:id/message_templates', 'whatsapp_business_management', async ({ params, wabaId, request, behaviour }) => {
     ownedWaba(wabaId, (params as { id: string }).id, 'post');
-    const template = templates.create(wabaId, bodyObject(request.body));
-    events.review(template);
+    const template = await templates.create(wabaId, bodyObject(request.body));
+    events.review(template, behaviour);
     return { id: template.id, status: template.status, category: template.category };
   });
 
@@ -107,13 +107,13 @@ export function templateRoutes(router: GraphRouter, deps: GraphDeps): void {
     const name = optionalString(query, 'name');
     if (name === undefined) throw new GraphError(100, 'The parameter name is required.');
     const hsmId = optionalString(query, 'hsm_id');
-    const matching = templates.list(wabaId, { name }).filter((template) => hsmId === undefined || template.id === hsmId);
+    const matching = (await templates.list(wabaId, { name })).filter((template) => hsmId === undefined || template.id === hsmId);
     if (matching.length === 0) {
       throw new GraphError(100, hsmId === undefined ? `No template named ${name} in this account.` : `No template ${hsmId} named ${name} in this account.`, {
         message: 'Message template not found',
       });
     }
-    for (const template of matching) templates.remove(template.id);
+    for (const template of matching) await templates.remove(template.id);
     return { success: true };
   });
 }

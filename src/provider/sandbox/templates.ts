@@ -1,5 +1,6 @@
 import type { Clock } from '../../lib/clock.ts';
 import { GraphError } from './graph-errors.ts';
+import type { SandboxStore } from './store/index.ts';
 
 /**
  * Message templates (§6): the store, the provider's checks when one is created, and its checks when
@@ -401,18 +402,18 @@ export interface TemplateFilter {
   language?: string;
 }
 
-export function createTemplateStore(options: { clock: Clock; newId: () => string }) {
+export function createTemplateStore(options: { store: SandboxStore; clock: Clock; newId: () => Promise<string> }) {
   // Insertion order is creation order; lists answer newest first.
   const templates = new Map<string, SandboxTemplate>();
 
-  function add(wabaId: string, fields: Omit<SandboxTemplate, 'id' | 'wabaId' | 'createdAt' | 'reason'>): SandboxTemplate {
-    const template: SandboxTemplate = { ...fields, id: options.newId(), wabaId, reason: null, createdAt: options.clock.now() };
+  async function add(wabaId: string, fields: Omit<SandboxTemplate, 'id' | 'wabaId' | 'createdAt' | 'reason'>): Promise<SandboxTemplate> {
+    const template: SandboxTemplate = { ...fields, id: await options.newId(), wabaId, reason: null, createdAt: options.clock.now() };
     templates.set(template.id, template);
     return template;
   }
 
   return {
-    seed(wabaId: string): SandboxTemplate {
+    seed(wabaId: string): Promise<SandboxTemplate> {
       return add(wabaId, {
         name: 'hello_world',
         language: 'en_US',
@@ -424,7 +425,7 @@ export function createTemplateStore(options: { clock: Clock; newId: () => string
     },
 
     /** Validates and stores a new definition as PENDING; a (name, language) pair exists at most once. */
-    create(wabaId: string, body: unknown): SandboxTemplate {
+    async create(wabaId: string, body: unknown): Promise<SandboxTemplate> {
       const definition = parseTemplateDefinition(body);
       const duplicate = [...templates.values()].some((t) => t.wabaId === wabaId && t.name === definition.name && t.language === definition.language);
       if (duplicate) {
@@ -436,16 +437,16 @@ export function createTemplateStore(options: { clock: Clock; newId: () => string
       return add(wabaId, { ...definition, status: 'PENDING' });
     },
 
-    find(id: string): SandboxTemplate | undefined {
+    async find(id: string): Promise<SandboxTemplate | undefined> {
       return templates.get(id);
     },
 
-    findByName(wabaId: string, name: string, language: string): SandboxTemplate | undefined {
+    async findByName(wabaId: string, name: string, language: string): Promise<SandboxTemplate | undefined> {
       return [...templates.values()].find((t) => t.wabaId === wabaId && t.name === name && t.language === language);
     },
 
     /** The account's templates, newest first, narrowed by exact field matches. */
-    list(wabaId: string, filter: TemplateFilter): SandboxTemplate[] {
+    async list(wabaId: string, filter: TemplateFilter): Promise<SandboxTemplate[]> {
       return [...templates.values()]
         .filter(
           (t) =>
@@ -458,7 +459,13 @@ export function createTemplateStore(options: { clock: Clock; newId: () => string
         .reverse();
     },
 
-    remove(id: string): void {
+    /** Records a status change (and the reason given with it). */
+    async update(id: string, change: { status: TemplateStatus; reason: string | null }): Promise<void> {
+      const template = templates.get(id);
+      if (template !== undefined) Object.assign(template, change);
+    },
+
+    async remove(id: string): Promise<void> {
       templates.delete(id);
     },
   };

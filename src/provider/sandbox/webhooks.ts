@@ -4,6 +4,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { graphErrorTitle } from './graph-errors.ts';
 import { FREE_ENTRY_POINT_MS, type SandboxMessage, type SandboxNumber } from './state.ts';
+import { newSeq, type SandboxStore } from './store/index.ts';
 
 /**
  * The provider serialises webhooks with every non-ASCII character escaped as a lowercase `\uXXXX`
@@ -123,7 +124,7 @@ export interface WebhookDelivery {
   at: Date;
 }
 
-/** How many of the latest deliveries the log (`GET /control/webhooks`, `sandbox.deliveries`) keeps. */
+/** How many of the latest deliveries the log (`GET /control/webhooks`, `sandbox.deliveries()`) keeps. */
 export const WEBHOOK_LOG_SIZE = 10_000;
 
 /** Where one webhook goes: a URL, or nowhere and why (recorded all the same). */
@@ -132,45 +133,80 @@ export type WebhookTarget = { url: string } | { skip: string };
 /**
  * Posts webhooks one at a time, in the order they were queued. The provider promises no order, but a
  * sandbox that reorders by accident makes tests flaky; disorder is asked for explicitly through the
- * control API instead. Failed deliveries are recorded, not retried.
+ * control API instead. Failed deliveries are recorded, not retried. The log is in the store, so it
+ * shows what every process serving the sandbox sent; the queue and the timers are this process's.
  */
-export function createWebhookSender(options: { appSecret: string; clock: Clock; timeoutMs?: number; logSize?: number }) {
+export function createWebhookSender(options: { store: SandboxStore; appSecret: string; clock: Clock; timeoutMs?: number; logSize?: number }) {
+  const { db } = options.store;
   const timeoutMs = options.timeoutMs ?? 5000;
   const logSize = options.logSize ?? WEBHOOK_LOG_SIZE;
-  const deliveries: WebhookDelivery[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let tail: Promise<unknown> = Promise.resolve();
+  let loggedSinceTrim = 0;
+  // Timed tasks that fired and have not settled yet.
+  let running = 0;
+
+  async function log(delivery: WebhookDelivery): Promise<void> {
+    await db
+      .insertInto('sandbox_webhooks')
+      .values({
+        seq: newSeq(delivery.at),
+        body: delivery.body,
+        signature: delivery.signature,
+        url: delivery.url ?? null,
+        status: delivery.status ?? null,
+        error: delivery.error ?? null,
+        at: delivery.at.toISOString(),
+      })
+      .execute();
+    // Trimmed in batches, so that keeping the log bounded costs little per delivery.
+    loggedSinceTrim += 1;
+    if (loggedSinceTrim >= Math.max(1, logSize / 10)) {
+      loggedSinceTrim = 0;
+      const oldestKept = await db.selectFrom('sandbox_webhooks').select('seq').orderBy('seq', 'desc').offset(logSize).limit(1).executeTakeFirst();
+      if (oldestKept !== undefined) await db.deleteFrom('sandbox_webhooks').where('seq', '<=', oldestKept.seq).execute();
+    }
+  }
 
   async function post(payload: unknown, target: WebhookTarget): Promise<WebhookDelivery> {
     const body = escapeNonAscii(JSON.stringify(payload));
     const signature = signatureHeader(body, options.appSecret);
     const url = 'url' in target ? target.url : undefined;
     const delivery: WebhookDelivery = { body, signature, url, status: undefined, at: options.clock.now() };
-    deliveries.push(delivery);
-    // Trimmed in batches, so that keeping the log bounded costs little per delivery.
-    if (deliveries.length > logSize + logSize / 10) deliveries.splice(0, deliveries.length - logSize);
     if (url === undefined) {
       delivery.error = 'skip' in target ? target.skip : 'no webhook URL is configured';
-      return delivery;
+    } else {
+      try {
+        const response = await request(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'user-agent': 'facebookexternalua' },
+          body,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
+        await response.body.dump();
+        delivery.status = response.statusCode;
+      } catch (error) {
+        delivery.error = error instanceof Error ? error.message : String(error);
+      }
     }
-    try {
-      const response = await request(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'user-agent': 'facebookexternalua' },
-        body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      await response.body.dump();
-      delivery.status = response.statusCode;
-    } catch (error) {
-      delivery.error = error instanceof Error ? error.message : String(error);
-    }
+    await log(delivery);
     return delivery;
   }
 
   return {
-    deliveries,
+    /** The latest deliveries, oldest first (`GET /control/webhooks`). */
+    async deliveries(): Promise<WebhookDelivery[]> {
+      const rows = await db.selectFrom('sandbox_webhooks').selectAll().orderBy('seq', 'desc').limit(logSize).execute();
+      return rows.reverse().map((row) => ({
+        body: row.body,
+        signature: row.signature,
+        url: row.url ?? undefined,
+        status: row.status ?? undefined,
+        ...(row.error === null ? {} : { error: row.error }),
+        at: new Date(row.at),
+      }));
+    },
 
     send(payload: unknown, target: WebhookTarget): Promise<WebhookDelivery> {
       const run = tail.then(() => post(payload, target));
@@ -178,21 +214,31 @@ export function createWebhookSender(options: { appSecret: string; clock: Clock; 
       return run;
     },
 
-    /** Runs `task` after `delayMs`; tracked so that `idle()` and `close()` know about it. */
-    later(delayMs: number, task: () => void): void {
+    /**
+     * Runs `task` after `delayMs`; tracked until the task has settled, so that `idle()` and `close()`
+     * know about it while it reads the store before queuing its webhook.
+     */
+    later(delayMs: number, task: () => Promise<unknown>): void {
       const timer = setTimeout(() => {
         timers.delete(timer);
-        task();
+        running += 1;
+        // A step that fails (the store closed under it at shutdown) is dropped like an unanswered
+        // webhook: it must not take the host down.
+        void task()
+          .catch(() => undefined)
+          .finally(() => {
+            running -= 1;
+          });
       }, delayMs);
       timers.add(timer);
     },
 
-    /** Resolves once nothing is scheduled and every queued webhook has been attempted. */
+    /** Resolves once nothing is scheduled or running and every queued webhook has been attempted. */
     async idle(): Promise<void> {
       for (;;) {
         const seen = tail;
         await seen;
-        if (timers.size === 0 && seen === tail) return;
+        if (timers.size === 0 && running === 0 && seen === tail) return;
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     },

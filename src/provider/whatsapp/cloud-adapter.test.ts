@@ -6,7 +6,8 @@ import { describe, it, type TestContext } from 'node:test';
 import Fastify from 'fastify';
 import { request } from 'undici';
 import { ManualClock } from '../../lib/clock.ts';
-import { createSandboxProvider, type SandboxProviderOptions } from '../sandbox/index.ts';
+import { sandboxStore } from '../sandbox/harness.test.ts';
+import { createSandboxProvider, type SandboxProvider, type SandboxProviderOptions } from '../sandbox/index.ts';
 import { ProviderError, providerErrorToAppError, type ProviderCredentials } from '../provider.ts';
 import { createCloudProvider, type CloudProviderOptions } from './cloud-adapter.ts';
 import { retryAfterSeconds } from './graph-errors.ts';
@@ -19,7 +20,13 @@ const USER = '15551234567';
 
 /** The sandbox on a loopback port, and the adapter pointed at it over real HTTP. */
 async function setup(t: TestContext, overrides: Partial<CloudProviderOptions> = {}, sandboxOptions: Partial<SandboxProviderOptions> = {}) {
-  const sandbox = createSandboxProvider({ clock: new ManualClock('2026-03-01T12:00:00Z'), appSecret: APP_SECRET, autoStatus: false, ...sandboxOptions });
+  const sandbox = createSandboxProvider({
+    store: await sandboxStore(t),
+    clock: new ManualClock('2026-03-01T12:00:00Z'),
+    appSecret: APP_SECRET,
+    autoStatus: false,
+    ...sandboxOptions,
+  });
   const app = Fastify();
   await app.register(sandbox.plugin, { prefix: '/sandbox' });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -72,7 +79,7 @@ describe('the cloud adapter against the sandbox: happy path', () => {
   it('exchanging a code finds the token, the account and its one number the provider way', async (t) => {
     const { provider, sandbox } = await setup(t);
     const exchanged = await provider.exchangeCode('signup-code');
-    const [number] = [...sandbox.state.numbers.values()];
+    const [number] = await sandbox.state.listNumbers();
     assert.ok(number !== undefined);
     assert.equal(typeof exchanged.accessToken, 'string');
     assert.equal(exchanged.wabaId, number.wabaId);
@@ -234,8 +241,8 @@ async function readAll(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
 }
 
 /** The last webhook the sandbox produced (sent or only recorded), as the parser reads it. */
-function lastWebhook(sandbox: { deliveries: readonly { body: string; signature: string }[] }) {
-  const delivery = sandbox.deliveries.at(-1);
+async function lastWebhook(sandbox: SandboxProvider) {
+  const delivery = (await sandbox.deliveries()).at(-1);
   assert.ok(delivery, 'the sandbox sent no webhook');
   assert.equal(verifyProviderSignature(Buffer.from(delivery.body), delivery.signature, APP_SECRET), true);
   return parseProviderWebhook(JSON.parse(delivery.body));
@@ -246,9 +253,9 @@ describe('the cloud adapter against the sandbox: onboarding', () => {
     const { provider, sandbox, connect } = await setup(t);
     const credentials = await connect();
     await provider.subscribeApp(credentials);
-    assert.equal(sandbox.state.wabas.get(credentials.wabaId)?.subscribedApps.size, 1);
+    assert.equal((await sandbox.state.subscriptions(credentials.wabaId)).length, 1);
     await provider.unsubscribeApp(credentials);
-    assert.equal(sandbox.state.wabas.get(credentials.wabaId)?.subscribedApps.size, 0);
+    assert.equal((await sandbox.state.subscriptions(credentials.wabaId)).length, 0);
   });
 
   it('a Cloud API number registers with a six-digit PIN and reads as not on the business app', async (t) => {
@@ -472,7 +479,7 @@ describe('the cloud adapter against the sandbox: templates', () => {
     const credentials = await connect();
     const created = await provider.createTemplate(credentials, orderUpdate);
     await control('/template-status', { template_id: created.providerTemplateId, status: 'REJECTED', reason: 'INCORRECT_CATEGORY' });
-    const [update] = lastWebhook(sandbox);
+    const [update] = await lastWebhook(sandbox);
     assert.equal(update?.kind, 'template_status');
     assert.ok(update?.kind === 'template_status');
     assert.equal(update.providerTemplateId, created.providerTemplateId);
@@ -540,7 +547,7 @@ describe('the sandbox webhooks through the parser', () => {
     const { provider, sandbox, connect, userWrites, control } = await setup(t);
     const credentials = await connect();
     const inbound = await userWrites(credentials);
-    const [message] = lastWebhook(sandbox);
+    const [message] = await lastWebhook(sandbox);
     assert.equal(message?.kind, 'message');
     assert.ok(message?.kind === 'message');
     assert.equal(message.providerMessageId, inbound);
@@ -554,7 +561,7 @@ describe('the sandbox webhooks through the parser', () => {
       status: 'failed',
       error: { code: 131026, details: 'Receiver is incapable of receiving this message' },
     });
-    const [status] = lastWebhook(sandbox);
+    const [status] = await lastWebhook(sandbox);
     assert.ok(status?.kind === 'status');
     assert.equal(status.status, 'failed');
     assert.equal(status.callbackData, 'order-1');
@@ -565,7 +572,7 @@ describe('the sandbox webhooks through the parser', () => {
     const { sandbox, connect, control } = await setup(t);
     const credentials = await connect('coexistence-code');
     await control('/echo', { phone_number_id: credentials.phoneNumberId, to: USER, type: 'text', text: 'sent from the app' });
-    const [echo] = lastWebhook(sandbox);
+    const [echo] = await lastWebhook(sandbox);
     assert.ok(echo?.kind === 'echo');
     assert.equal(echo.to, USER);
     assert.equal(echo.body.type, 'text');
@@ -585,7 +592,7 @@ describe('the sandbox webhooks through the parser', () => {
         },
       ],
     });
-    const [history] = lastWebhook(sandbox);
+    const [history] = await lastWebhook(sandbox);
     assert.ok(history?.kind === 'history');
     assert.equal(history.progress, 100);
     assert.deepEqual(
@@ -594,24 +601,24 @@ describe('the sandbox webhooks through the parser', () => {
     );
 
     await control('/state-sync', { phone_number_id: credentials.phoneNumberId, contacts: [{ phone_number: USER, full_name: 'Ada' }] });
-    const [sync] = lastWebhook(sandbox);
+    const [sync] = await lastWebhook(sandbox);
     assert.ok(sync?.kind === 'unhandled');
     assert.equal(sync.reason, 'unprocessed_field');
     assert.equal(sync.field, 'smb_app_state_sync');
 
     await control('/limit-tier', { phone_number_id: credentials.phoneNumberId, tier: 'TIER_2K' });
-    const [quality] = lastWebhook(sandbox);
+    const [quality] = await lastWebhook(sandbox);
     assert.ok(quality?.kind === 'number_quality');
     assert.equal(quality.maxDailyLimit, 'TIER_2K');
     assert.equal(quality.oldLimit, 'TIER_250');
 
     await control('/account-update', { waba_id: credentials.wabaId, event: 'PARTNER_REMOVED' });
-    const [account] = lastWebhook(sandbox);
+    const [account] = await lastWebhook(sandbox);
     assert.ok(account?.kind === 'account');
     assert.equal(account.event, 'PARTNER_REMOVED');
     assert.equal(account.wabaId, credentials.wabaId);
 
-    for (const delivery of sandbox.deliveries) {
+    for (const delivery of await sandbox.deliveries()) {
       const malformed = parseProviderWebhook(JSON.parse(delivery.body)).filter((update) => update.kind === 'unhandled' && update.reason === 'malformed');
       assert.deepEqual(malformed, [], delivery.body);
     }
