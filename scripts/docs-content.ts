@@ -10,7 +10,7 @@ import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { migrateToLatest, openStore } from '../src/db/connect.ts';
 import type { AccessRow } from '../src/http/access.ts';
-import { errorBody } from '../src/http/error-envelope.ts';
+import { errorBody } from '../src/lib/errors.ts';
 import { API_VERSION as EVENTS_API_VERSION, EVENT_TYPES, type EventType } from '../src/events/event-types.schemas.ts';
 import { WEBHOOK_RETRY_DELAYS } from '../src/jobs/catalog.ts';
 import { systemClock } from '../src/lib/clock.ts';
@@ -120,7 +120,7 @@ export function renderErrorsReference(): string {
   });
 
   return [
-    HEADER('`src/lib/errors.ts` (`ERROR_TYPES`, `ERROR_CODES`) and `src/http/error-envelope.ts`'),
+    HEADER('`src/lib/errors.ts` (`ERROR_TYPES`, `ERROR_CODES`, `errorBody`)'),
     '# Error reference',
     '',
     `Every failure answers with the same JSON envelope, an HTTP status, one of ${types.length} types and one of ${codes.length} codes.`,

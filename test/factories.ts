@@ -1,7 +1,7 @@
 /** Builders for the records most tests need, made through the API wherever the API can make them. */
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { startServer, type Scope, type StartOptions, type TestServer } from './harness.ts';
+import { startServer, type ApiClient, type Scope, type StartOptions, type TestServer } from './harness.ts';
 
 export interface SignedUp {
   token: string;
@@ -12,7 +12,7 @@ export interface SignedUp {
   password: string;
 }
 
-export async function signUp(server: TestServer, overrides: { email?: string; organizationName?: string } = {}): Promise<SignedUp> {
+export async function signUp(server: ApiClient, overrides: { email?: string; organizationName?: string } = {}): Promise<SignedUp> {
   const email = overrides.email ?? `owner-${randomBytes(4).toString('hex')}@example.com`;
   const password = 'correct horse battery staple';
   const response = await server.request('POST', '/auth/signup', {
@@ -32,7 +32,7 @@ export async function signUp(server: TestServer, overrides: { email?: string; or
 }
 
 /** Connects a sandbox number through the API, as a user would: any code works, and `coexistence…` makes a coexistence number. */
-export async function createConnection(server: TestServer, owner: { token: string }, options: { test?: boolean; coexistence?: boolean; name?: string } = {}) {
+export async function createConnection(server: ApiClient, owner: { token: string }, options: { test?: boolean; coexistence?: boolean; name?: string } = {}) {
   const response = await server.request('POST', '/v1/connections', {
     token: owner.token,
     body: {
@@ -47,7 +47,7 @@ export async function createConnection(server: TestServer, owner: { token: strin
 }
 
 export async function createKey(
-  server: TestServer,
+  server: ApiClient,
   dashboardToken: string,
   body: { kind: 'organization' | 'connection'; mode: 'live' | 'test'; connection_id?: string; scopes?: string[]; name?: string },
 ): Promise<{ id: string; key: string; scopes: string[] }> {

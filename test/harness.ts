@@ -145,6 +145,32 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** What talks to a service over HTTP: a test server, or a service process started by a test. */
+export interface ApiClient {
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+}
+
+/** Requests to the service at `url` (JSON in and out, a bearer token when given). */
+export function apiClient(url: string): ApiClient {
+  return {
+    async request<T>(method: string, requestPath: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+      let body: string | undefined;
+      if (opts.rawBody !== undefined) body = opts.rawBody;
+      else if (opts.body !== undefined) {
+        body = JSON.stringify(opts.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(url + requestPath, { method, headers, body, signal: opts.signal ?? null });
+      const text = await response.text();
+      let parsed: unknown = undefined;
+      if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+      return { status: response.status, headers: response.headers, body: parsed as T, text };
+    },
+  };
+}
+
 export interface TestServer {
   app: App;
   url: string;
@@ -211,21 +237,7 @@ export async function startServer(scope: Scope, options: StartOptions = {}): Pro
   if (!address || typeof address === 'string') throw new Error('server did not bind a port');
   const url = `http://127.0.0.1:${address.port}`;
 
-  async function request<T>(method: string, requestPath: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
-    const headers: Record<string, string> = { ...opts.headers };
-    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: string | undefined;
-    if (opts.rawBody !== undefined) body = opts.rawBody;
-    else if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body);
-      headers['content-type'] ??= 'application/json';
-    }
-    const response = await fetch(url + requestPath, { method, headers, body, signal: opts.signal ?? null });
-    const text = await response.text();
-    let parsed: unknown = undefined;
-    if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
-    return { status: response.status, headers: response.headers, body: parsed as T, text };
-  }
+  const { request } = apiClient(url);
 
   return {
     app,

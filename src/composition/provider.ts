@@ -42,6 +42,7 @@ export function buildProvider(
       verifyToken,
       webhookUrl: () => `${localUrl()}/provider/webhook`,
       statusStepMs: 0,
+      docsBaseUrl: config.publicBaseUrl,
       routeConfig: { access: { public: true, reason: 'the sandbox provider (PROVIDER_MODE=sandbox)', rateLimit: false } },
     });
   }

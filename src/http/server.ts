@@ -9,10 +9,9 @@ import Fastify, {
 } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError, invalidParam } from '../lib/errors.ts';
+import { AppError, errorBody, invalidParam } from '../lib/errors.ts';
 import { discardRequestBody } from '../lib/request-body.ts';
 import { newId } from '../lib/ids.ts';
-import { errorBody } from './error-envelope.ts';
 import { parseJsonBody } from './json-body.ts';
 import { createSchemaCompilers } from './schema-compilers.ts';
 import { validationError } from './validation.ts';

@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { RequestTransaction } from '../db/request-transaction.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, errorBody } from '../lib/errors.ts';
 import type { Principal } from '../modules/credentials/principal.ts';
-import { errorBody } from './error-envelope.ts';
 import type { HttpServer } from './server.ts';
 
 export type IdempotencyRequirement = 'required' | 'optional';

@@ -501,3 +501,20 @@ export function notFound(what: string): AppError {
 export function invalidParam(param: string, message: string, code = 'invalid_value'): AppError {
   return new AppError('validation_failed', `${param} ${message}.`, { param, details: [{ param, code, message }] });
 }
+
+/** The body of every error response: `{ "error": { type, code, message, param, details, ... } }`. */
+export function errorBody(error: AppError, requestId: string, publicBaseUrl: string): { error: Record<string, unknown> } {
+  return {
+    error: {
+      type: error.type,
+      code: error.code,
+      message: error.message,
+      param: error.param,
+      details: error.details,
+      retryable: ERROR_CODES[error.code].retryable,
+      ...error.extra,
+      doc_url: `${publicBaseUrl}/docs/errors/${error.code}`,
+      request_id: requestId,
+    },
+  };
+}

@@ -8,10 +8,9 @@
  */
 import type { ValidateFunction } from 'ajv';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
-import { errorBody } from '../../http/error-envelope.ts';
 import { compileJsonValidator, validationError } from '../../http/validation.ts';
 import type { IdempotencyGate } from '../../http/write-requests.ts';
-import { AppError, type ErrorDetail } from '../../lib/errors.ts';
+import { AppError, errorBody, type ErrorDetail } from '../../lib/errors.ts';
 import type { Log } from '../../lib/log.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import type { ToolAnnotations, ToolDefinition } from './mcp-tools.ts';

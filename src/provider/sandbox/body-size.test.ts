@@ -30,9 +30,11 @@ describe('the sandbox: a body larger than an endpoint takes', () => {
       const { base } = await setup(t);
       const answer = await post(`${base}/control/inbound`, OVERSIZED, { declared });
       assert.equal(answer.status, 413, JSON.stringify(answer.body));
-      assert.deepEqual(answer.body, {
-        error: { code: 'body_too_large', message: `The request body is larger than the ${BODY_LIMIT} bytes this endpoint takes.` },
-      });
+      assert.equal(answer.body.error.type, 'invalid_request_error');
+      assert.equal(answer.body.error.code, 'body_too_large');
+      assert.equal(answer.body.error.message, `The request body is larger than the ${BODY_LIMIT} bytes this endpoint takes.`);
+      assert.equal(typeof answer.body.error.request_id, 'string');
+      assert.match(answer.body.error.doc_url, /\/docs\/errors\/body_too_large$/);
       assert.equal(answer.progress.sent, OVERSIZED, 'the whole body was sent: the connection was not closed under the upload');
     });
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Clock } from '../../lib/clock.ts';
-import { ControlError, check, installControlConventions, invalid, notFound } from './control-http.ts';
+import { AppError } from '../../lib/errors.ts';
+import { check, installControlConventions, invalid, notFound } from './control-http.ts';
 import {
   ACCESS_ENDING_EVENTS,
   AccountUpdateSchema,
@@ -32,6 +33,8 @@ export interface ControlDeps {
   deliveries: () => Promise<WebhookDelivery[]>;
   /** Merged into every route's `config` (the host's access declarations). */
   routeConfig: Record<string, unknown>;
+  /** Where the error reference is served (the host's base URL), for the envelope's `doc_url`. */
+  docsBaseUrl: string;
 }
 
 type Json = Record<string, unknown>;
@@ -83,11 +86,7 @@ export function controlRoutes(deps: ControlDeps) {
   async function coexistenceNumber(phoneNumberId: string, what: string): Promise<SandboxNumber> {
     const number = await numberOf(phoneNumberId);
     if (!number.coexistence) {
-      throw new ControlError(
-        409,
-        'not_coexistence',
-        `${what} exist only for coexistence numbers; create one by exchanging a code that starts with "coexistence".`,
-      );
+      throw new AppError('invalid_state', `${what} exist only for coexistence numbers; create one by exchanging a code that starts with "coexistence".`);
     }
     return number;
   }
@@ -104,7 +103,7 @@ export function controlRoutes(deps: ControlDeps) {
       return template;
     }
     if (input.waba_id === undefined || input.name === undefined || input.language === undefined) {
-      throw invalid('Name the template by `template_id`, or by `waba_id`, `name` and `language`.');
+      throw invalid('Name the template by `template_id`, or by `waba_id`, `name` and `language`.', { param: 'template_id' });
     }
     const template = await templates.findByName(input.waba_id, input.name, input.language);
     if (template === undefined) throw notFound(`No template ${input.name} (${input.language}) in account ${input.waba_id}.`);
@@ -123,7 +122,7 @@ export function controlRoutes(deps: ControlDeps) {
   }
 
   return async function register(app: FastifyInstance): Promise<void> {
-    installControlConventions(app, 'Control endpoints are listed in docs/sandbox.md.');
+    installControlConventions(app, 'Control endpoints are listed in docs/sandbox.md.', deps.docsBaseUrl);
 
     const route = (method: HTTPMethods, url: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void => {
       app.route({ method, url, config: { ...deps.routeConfig }, handler });
@@ -240,7 +239,7 @@ export function controlRoutes(deps: ControlDeps) {
       const input = check(ThroughputSchema, request.body);
       const before = await numberOf(input.phone_number_id);
       if (before.coexistence && input.level === 'HIGH')
-        throw new ControlError(409, 'coexistence_fixed_throughput', 'Coexistence numbers have a fixed throughput of 20 messages per second.');
+        throw new AppError('invalid_state', 'Coexistence numbers have a fixed throughput of 20 messages per second.', { param: 'level' });
       const upgraded = input.level === 'HIGH' && before.throughputLevel !== 'HIGH';
       const number = await state.updateNumber(before, { throughputLevel: input.level, ...(upgraded ? { messagingLimitTier: 'TIER_UNLIMITED' } : {}) });
       if (!upgraded) return { ...(await numberView(state, number)), delivery: null };

@@ -152,7 +152,11 @@ describe('the sandbox control API: inbound messages of every type', () => {
     }
     const missing = await inbound({ phone_number_id: 'nope', type: 'text', text: 'x' });
     assert.equal(missing.status, 404);
-    assert.equal(missing.body.error.code, 'not_found');
+    // The service's envelope, from its catalogue, with a request id and the reference page.
+    assert.equal(missing.body.error.type, 'not_found_error');
+    assert.equal(missing.body.error.code, 'resource_not_found');
+    assert.equal(typeof missing.body.error.request_id, 'string');
+    assert.equal(missing.body.error.doc_url, 'http://localhost:3000/docs/errors/resource_not_found');
     const malformed = await call('POST', '/control/inbound', '{oops');
     assert.equal(malformed.status, 400);
     assert.equal(malformed.body.error.code, 'malformed_json');
@@ -161,7 +165,7 @@ describe('the sandbox control API: inbound messages of every type', () => {
     assert.equal(wrongType.body.error.code, 'unsupported_content_type');
     const unknown = await call('POST', '/control/nothing-here', {});
     assert.equal(unknown.status, 404);
-    assert.equal(unknown.body.error.code, 'not_found');
+    assert.equal(unknown.body.error.code, 'route_not_found');
   });
 });
 
@@ -334,7 +338,8 @@ describe('the sandbox control API: coexistence', () => {
     ] as const) {
       const answer = await call('POST', path, body);
       assert.equal(answer.status, 409, path);
-      assert.equal(answer.body.error.code, 'not_coexistence');
+      assert.equal(answer.body.error.type, 'conflict_error');
+      assert.equal(answer.body.error.code, 'invalid_state');
     }
     const coexistence = await connect('coexistence');
     assert.equal((await call('POST', '/control/history', { phone_number_id: coexistence.phoneNumberId, progress: 10 })).status, 400);

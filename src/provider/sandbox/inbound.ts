@@ -1,4 +1,5 @@
-import { ControlError, invalid, notFound } from './control-http.ts';
+import { AppError } from '../../lib/errors.ts';
+import { invalid, notFound } from './control-http.ts';
 import type { Echo, History, Inbound, MediaInput } from './control.schemas.ts';
 import { MEDIA_KINDS, MEDIA_LIMITS, mediaKindOf, PLACEHOLDER_MIME_TYPES, placeholderBytes, type MediaKind, type MediaStore } from './media.ts';
 import { newWamid, type SandboxMessage, type SandboxNumber } from './state.ts';
@@ -24,19 +25,22 @@ function isMediaKind(type: string): type is MediaKind {
  * id of the account, or a file the sandbox stores now so that the id in the webhook can be downloaded.
  */
 async function receivedMedia(kind: MediaKind, input: MediaInput, number: SandboxNumber, media: MediaStore): Promise<Json> {
-  if (input.caption !== undefined && !CAPTIONED.includes(kind)) throw invalid(`\`${kind}.caption\` is only for image, video and document messages.`);
-  if (input.filename !== undefined && kind !== 'document') throw invalid(`\`${kind}.filename\` is only for document messages.`);
+  if (input.caption !== undefined && !CAPTIONED.includes(kind))
+    throw invalid(`\`${kind}.caption\` is only for image, video and document messages.`, { param: `${kind}.caption` });
+  if (input.filename !== undefined && kind !== 'document') throw invalid(`\`${kind}.filename\` is only for document messages.`, { param: `${kind}.filename` });
   let stored;
   if (input.id !== undefined) {
     stored = await media.find(input.id);
     if (stored === undefined || stored.wabaId !== number.wabaId) throw notFound(`No media ${input.id} in the account of number ${number.phoneNumberId}.`);
-    if (mediaKindOf(stored.mimeType) !== kind) throw invalid(`Media ${input.id} is ${stored.mimeType}, which is not ${kind} media.`);
+    if (mediaKindOf(stored.mimeType) !== kind) throw invalid(`Media ${input.id} is ${stored.mimeType}, which is not ${kind} media.`, { param: `${kind}.id` });
   } else {
     const mimeType = input.mime_type ?? PLACEHOLDER_MIME_TYPES[kind];
-    if (mediaKindOf(mimeType) !== kind) throw invalid(`\`${kind}.mime_type\` must be one of ${MEDIA_LIMITS[kind].mimeTypes.join(', ')}.`);
+    if (mediaKindOf(mimeType) !== kind)
+      throw invalid(`\`${kind}.mime_type\` must be one of ${MEDIA_LIMITS[kind].mimeTypes.join(', ')}.`, { param: `${kind}.mime_type` });
     const bytes = input.content_base64 === undefined ? placeholderBytes(kind) : Buffer.from(input.content_base64, 'base64');
-    if (bytes.length === 0) throw invalid(`\`${kind}.content_base64\` holds no bytes.`);
-    if (bytes.length > MEDIA_LIMITS[kind].maxBytes) throw invalid(`${kind} media may be at most ${MEDIA_LIMITS[kind].maxBytes} bytes.`);
+    if (bytes.length === 0) throw invalid(`\`${kind}.content_base64\` holds no bytes.`, { param: `${kind}.content_base64` });
+    if (bytes.length > MEDIA_LIMITS[kind].maxBytes)
+      throw invalid(`${kind} media may be at most ${MEDIA_LIMITS[kind].maxBytes} bytes.`, { param: `${kind}.content_base64` });
     stored = await media.put({
       wabaId: number.wabaId,
       phoneNumberId: number.phoneNumberId,
@@ -45,7 +49,8 @@ async function receivedMedia(kind: MediaKind, input: MediaInput, number: Sandbox
       filename: input.filename ?? (kind === 'document' ? 'document.pdf' : undefined),
       origin: 'received',
     });
-    if (stored === undefined) throw new ControlError(507, 'media_store_full', 'The file is larger than the sandbox keeps.');
+    if (stored === undefined)
+      throw new AppError('media_too_large', `The file is larger than the sandbox keeps (${media.maxTotalBytes} bytes).`, { param: `${kind}.content_base64` });
   }
   return {
     ...(input.caption === undefined ? {} : { caption: input.caption }),
@@ -61,7 +66,7 @@ async function receivedMedia(kind: MediaKind, input: MediaInput, number: Sandbox
 /** The object named by `type` for the content types inbound messages and echoes share. */
 async function contentObject(input: Inbound | Echo, type: (typeof CONTENT_TYPES)[number], number: SandboxNumber, media: MediaStore): Promise<unknown> {
   const given = input[type];
-  if (given === undefined) throw invalid(`A ${type} message needs \`${type}\`.`);
+  if (given === undefined) throw invalid(`A ${type} message needs \`${type}\`.`, { param: type });
   if (type === 'text') return { body: given };
   if (isMediaKind(type)) return receivedMedia(type, given as MediaInput, number, media);
   return given;
@@ -79,7 +84,7 @@ const SYSTEM_BODIES: Readonly<Record<string, string>> = {
 
 /** One `messages[]` entry of an inbound webhook (§3.2). */
 export async function inboundMessage(input: Inbound, number: SandboxNumber, message: SandboxMessage, media: MediaStore): Promise<Json> {
-  if (input.referral !== undefined && input.type !== 'text') throw invalid('`referral` is only sent on text messages.');
+  if (input.referral !== undefined && input.type !== 'text') throw invalid('`referral` is only sent on text messages.', { param: 'referral' });
   const context = input.context;
   const base: Json = {
     from: message.waId,
@@ -104,14 +109,14 @@ export async function inboundMessage(input: Inbound, number: SandboxNumber, mess
   }
   if (type === 'button' || type === 'order') {
     const given = input[type];
-    if (given === undefined) throw invalid(`A ${type} message needs \`${type}\`.`);
+    if (given === undefined) throw invalid(`A ${type} message needs \`${type}\`.`, { param: type });
     return { ...base, type, [type]: given };
   }
   if (type === 'system') {
     const system = input.system;
-    if (system === undefined) throw invalid('A system message needs `system`.');
+    if (system === undefined) throw invalid('A system message needs `system`.', { param: 'system' });
     if (system.type === 'customer_changed_number' && system.new_wa_id === undefined)
-      throw invalid('`system.new_wa_id` is required for customer_changed_number.');
+      throw invalid('`system.new_wa_id` is required for customer_changed_number.', { param: 'system.new_wa_id' });
     return {
       ...base,
       type,
@@ -153,12 +158,12 @@ function historyTimestamp(value: number | string | undefined, now: Date): string
 /** The `history[]` entry of a history webhook (§3.5): one chunk of threads, or the declined-share error. */
 export function historyEntry(input: History, number: SandboxNumber, now: Date): Json {
   if (input.error !== undefined) {
-    if (input.threads !== undefined) throw invalid('Send either `threads` or `error`, not both.');
+    if (input.threads !== undefined) throw invalid('Send either `threads` or `error`, not both.', { param: 'threads' });
     const code = input.error.code ?? 2593109;
     return { errors: [providerErrorObject(code, input.error.details ?? 'The business declined to share its chat history.')] };
   }
-  if (input.threads === undefined) throw invalid('Send `threads` (a chunk of history) or `error` (a declined share).');
-  if (input.progress === undefined) throw invalid('`progress` (0 to 100) is required with `threads`.');
+  if (input.threads === undefined) throw invalid('Send `threads` (a chunk of history) or `error` (a declined share).', { param: 'threads' });
+  if (input.progress === undefined) throw invalid('`progress` (0 to 100) is required with `threads`.', { param: 'progress' });
   return {
     metadata: { phase: input.phase ?? 0, chunk_order: input.chunk_order ?? 1, progress: input.progress },
     threads: input.threads.map((thread) => {
@@ -169,7 +174,7 @@ export function historyEntry(input: History, number: SandboxNumber, now: Date): 
           const type = entry.type ?? 'text';
           let content: Json;
           if (type === 'text') {
-            if (entry.text === undefined) throw invalid('A text history message needs `text`.');
+            if (entry.text === undefined) throw invalid('A text history message needs `text`.', { param: 'threads.messages.text' });
             content = { body: entry.text };
           } else {
             // History media arrive as placeholders without ids; later webhooks would carry them (§3.5).

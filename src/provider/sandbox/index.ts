@@ -43,6 +43,11 @@ export interface SandboxProviderOptions {
   /** Cap on the media bytes kept (default 256 MB); the oldest files are dropped beyond it. */
   mediaMaxTotalBytes?: number;
   /**
+   * Where the error reference (`/docs/errors/{code}`) is served, for the `doc_url` of the control
+   * API's errors: the host's public base URL (default `http://localhost:3000`, the service's own).
+   */
+  docsBaseUrl?: string;
+  /**
    * Merged into the `config` of every sandbox route, for hosts that require declarations on their
    * routes (e.g. `{ access: { public: true, reason: '...', rateLimit: false } }`).
    */
@@ -67,14 +72,17 @@ export function createSandboxProvider(options: SandboxProviderOptions) {
   const webhookUrl = (): string | undefined => (typeof options.webhookUrl === 'function' ? options.webhookUrl() : options.webhookUrl);
   const events = createSandboxEvents({ state, templates, sender, clock, webhookUrl, stepMs: options.statusStepMs ?? 0 });
   const routeConfig = options.routeConfig ?? {};
+  const docsBaseUrl = options.docsBaseUrl ?? 'http://localhost:3000';
 
   // The sandbox's scope gets its own parsers and error answers, so that inside a host application it
   // still answers as the provider does (Graph) or in its own control envelope, never in the host's.
   async function plugin(app: FastifyInstance): Promise<void> {
     await state.ready();
-    installControlConventions(app, 'The Graph API is under /graph/{version}/, the control API under /control/.');
+    installControlConventions(app, 'The Graph API is under /graph/{version}/, the control API under /control/.', docsBaseUrl);
     await app.register(graphRoutes({ clock, state, media, templates, limits, events, appSecret: options.appSecret, routeConfig }), { prefix: '/graph' });
-    await app.register(controlRoutes({ clock, state, media, templates, events, deliveries: sender.deliveries, routeConfig }), { prefix: '/control' });
+    await app.register(controlRoutes({ clock, state, media, templates, events, deliveries: sender.deliveries, routeConfig, docsBaseUrl }), {
+      prefix: '/control',
+    });
   }
 
   return {

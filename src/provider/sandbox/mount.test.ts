@@ -136,10 +136,10 @@ describe('the sandbox mounted inside a host application', () => {
     assert.equal(behaviour.status, 200);
     const unknownControl = await call('GET', '/sandbox/control/nothing');
     assert.equal(unknownControl.status, 404);
-    assert.equal(unknownControl.body.error.code, 'not_found');
+    assert.equal(unknownControl.body.error.code, 'route_not_found');
     const unknownSandbox = await call('GET', '/sandbox/elsewhere');
     assert.equal(unknownSandbox.status, 404);
-    assert.equal(unknownSandbox.body.error.code, 'not_found');
+    assert.equal(unknownSandbox.body.error.code, 'route_not_found');
 
     assert.deepEqual((await call('GET', '/not-the-sandbox')).body, { host_not_found: true });
     const host = await call('POST', '/host-echo', '{"a":1}');
@@ -158,6 +158,8 @@ describe('the sandbox mounted in the service', () => {
       const control = await server.request('POST', '/sandbox/control/behaviour', { rawBody: body, headers: json });
       assert.equal(control.status, 400, control.text);
       assert.equal(control.body.error.code, 'validation_failed');
+      assert.equal(control.body.error.request_id, control.headers.get('x-request-id'), "the service's request id");
+      assert.equal(control.body.error.doc_url, `${server.config.publicBaseUrl}/docs/errors/validation_failed`);
       const graph = await server.request('POST', `/sandbox${V}/123/messages`, { rawBody: body, headers: json });
       assert.equal(graph.status, 400, graph.text);
       assert.equal(graph.body.error.code, 100);
