@@ -70,7 +70,7 @@ export async function setup(t: TestContext, options: Partial<Omit<SandboxProvide
   const clock = new ManualClock('2026-03-01T12:00:00Z');
   const receiver = await startReceiver(t);
   const sandbox = createSandboxProvider({
-    store: await sandboxStore(t),
+    store: options.store ?? (await sandboxStore(t)),
     clock,
     appSecret: APP_SECRET,
     webhookUrl: receiver.url,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assertGraphError, changesOf, setup, statusesOf, V, type Harness } from './harness.test.ts';
+import { assertGraphError, changesOf, sandboxStore, setup, statusesOf, V, type Harness } from './harness.test.ts';
 
 const ORDER_SHIPPED = {
   name: 'order_shipped',
@@ -359,5 +359,45 @@ describe('the sandbox provider: sending templates', () => {
     const pricing = statusesOf(h.receiver.received).find((status) => status.id === sent.body.messages[0].id)!.pricing;
     assert.equal(pricing.category, 'marketing');
     assert.equal(pricing.type, 'regular');
+  });
+});
+
+describe('the sandbox provider: templates are shared by every process on one store', () => {
+  it('a template created and approved through one sandbox is listed and sendable through another', async (t) => {
+    const store = await sandboxStore(t);
+    const first = await setup(t, { store });
+    const second = await setup(t, { store });
+    const connection = await first.connect();
+    const id = await createApproved(first, connection);
+
+    const listed = await second.call('GET', `${V}/${connection.wabaId}/message_templates?name=order_shipped`, undefined, connection.token);
+    assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    assert.deepEqual(
+      listed.body.data.map((template: any) => [template.id, template.status]),
+      [[id, 'APPROVED']],
+    );
+    assert.deepEqual(listed.body.data[0].components, (await first.call('GET', `${V}/${id}`, undefined, connection.token)).body.components);
+    const sent = await second.send(connection.token, connection.phoneNumberId, {
+      type: 'template',
+      template: { name: 'order_shipped', language: { code: 'en_US' }, components: shippedComponents(['A-1'], ['Ada', 'A-1']) },
+    });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  });
+
+  it('two sandboxes creating the same name and language at once make one template; the other gets 2388024', async (t) => {
+    const store = await sandboxStore(t);
+    const first = await setup(t, { store });
+    const second = await setup(t, { store });
+    const { token, wabaId } = await first.connect();
+    const answers = await Promise.all([first, second].map((h) => h.call('POST', `${V}/${wabaId}/message_templates`, ORDER_SHIPPED, token)));
+    const [created, refused] = answers[0]!.status === 200 ? answers : [answers[1]!, answers[0]!];
+    assert.equal(created!.status, 200, JSON.stringify(answers.map((answer) => answer.body)));
+    assertGraphError(refused!, 400, 100);
+    assert.equal(refused!.body.error.error_subcode, 2388024);
+    const listed = await second.call('GET', `${V}/${wabaId}/message_templates?name=order_shipped`, undefined, token);
+    assert.deepEqual(
+      listed.body.data.map((template: any) => template.id),
+      [created!.body.id],
+    );
   });
 });

@@ -1,6 +1,7 @@
 import type { Clock } from '../../lib/clock.ts';
 import { GraphError } from './graph-errors.ts';
-import type { SandboxStore } from './store/index.ts';
+import { newSeq, type SandboxStore } from './store/index.ts';
+import type { SandboxTemplateRow } from './store/tables.ts';
 
 /**
  * Message templates (§6): the store, the provider's checks when one is created, and its checks when
@@ -402,13 +403,73 @@ export interface TemplateFilter {
   language?: string;
 }
 
-export function createTemplateStore(options: { store: SandboxStore; clock: Clock; newId: () => Promise<string> }) {
-  // Insertion order is creation order; lists answer newest first.
-  const templates = new Map<string, SandboxTemplate>();
+function templateOf(row: SandboxTemplateRow): SandboxTemplate {
+  return {
+    id: row.id,
+    wabaId: row.waba_id,
+    name: row.name,
+    language: row.language,
+    category: row.category as TemplateCategory,
+    status: row.status as TemplateStatus,
+    parameterFormat: row.parameter_format as ParameterFormat,
+    components: JSON.parse(row.components) as Json[],
+    reason: row.reason,
+    createdAt: new Date(row.created_at),
+  };
+}
 
+function alreadyExists(definition: { name: string; language: string }): GraphError {
+  return new GraphError(100, `A template named ${definition.name} already exists in ${definition.language}.`, {
+    subcode: 2388024,
+    message: 'Message template already exists',
+  });
+}
+
+/**
+ * The templates of every account, in the host's store (`sandbox_templates`): every process serving
+ * the sandbox sees the same ones, and a restart keeps them.
+ */
+export function createTemplateStore(options: { store: SandboxStore; clock: Clock; newId: () => Promise<string> }) {
+  const { store, clock } = options;
+  const { db } = store;
+
+  async function findByName(wabaId: string, name: string, language: string): Promise<SandboxTemplate | undefined> {
+    const row = await db
+      .selectFrom('sandbox_templates')
+      .selectAll()
+      .where('waba_id', '=', wabaId)
+      .where('name', '=', name)
+      .where('language', '=', language)
+      .executeTakeFirst();
+    return row === undefined ? undefined : templateOf(row);
+  }
+
+  /** Stores a template; a (name, language) the account already has is the provider's 2388024. */
   async function add(wabaId: string, fields: Omit<SandboxTemplate, 'id' | 'wabaId' | 'createdAt' | 'reason'>): Promise<SandboxTemplate> {
-    const template: SandboxTemplate = { ...fields, id: await options.newId(), wabaId, reason: null, createdAt: options.clock.now() };
-    templates.set(template.id, template);
+    const template: SandboxTemplate = { ...fields, id: await options.newId(), wabaId, reason: null, createdAt: clock.now() };
+    try {
+      await db
+        .insertInto('sandbox_templates')
+        .values({
+          id: template.id,
+          seq: newSeq(template.createdAt),
+          waba_id: wabaId,
+          name: template.name,
+          language: template.language,
+          category: template.category,
+          status: template.status,
+          parameter_format: template.parameterFormat,
+          components: JSON.stringify(template.components),
+          reason: null,
+          created_at: template.createdAt.toISOString(),
+        })
+        .execute();
+    } catch (error) {
+      // The unique index is the only check, so two creates racing in different processes cannot both
+      // pass it; a refused create leaves its node id unused, which costs nothing.
+      if (store.isUniqueViolation(error)) throw alreadyExists(template);
+      throw error;
+    }
     return template;
   }
 
@@ -426,47 +487,33 @@ export function createTemplateStore(options: { store: SandboxStore; clock: Clock
 
     /** Validates and stores a new definition as PENDING; a (name, language) pair exists at most once. */
     async create(wabaId: string, body: unknown): Promise<SandboxTemplate> {
-      const definition = parseTemplateDefinition(body);
-      const duplicate = [...templates.values()].some((t) => t.wabaId === wabaId && t.name === definition.name && t.language === definition.language);
-      if (duplicate) {
-        throw new GraphError(100, `A template named ${definition.name} already exists in ${definition.language}.`, {
-          subcode: 2388024,
-          message: 'Message template already exists',
-        });
-      }
-      return add(wabaId, { ...definition, status: 'PENDING' });
+      return add(wabaId, { ...parseTemplateDefinition(body), status: 'PENDING' });
     },
 
     async find(id: string): Promise<SandboxTemplate | undefined> {
-      return templates.get(id);
+      const row = await db.selectFrom('sandbox_templates').selectAll().where('id', '=', id).executeTakeFirst();
+      return row === undefined ? undefined : templateOf(row);
     },
 
-    async findByName(wabaId: string, name: string, language: string): Promise<SandboxTemplate | undefined> {
-      return [...templates.values()].find((t) => t.wabaId === wabaId && t.name === name && t.language === language);
-    },
+    findByName,
 
     /** The account's templates, newest first, narrowed by exact field matches. */
     async list(wabaId: string, filter: TemplateFilter): Promise<SandboxTemplate[]> {
-      return [...templates.values()]
-        .filter(
-          (t) =>
-            t.wabaId === wabaId &&
-            (filter.name === undefined || t.name === filter.name) &&
-            (filter.status === undefined || t.status === filter.status.toUpperCase()) &&
-            (filter.category === undefined || t.category === filter.category.toUpperCase()) &&
-            (filter.language === undefined || t.language === filter.language),
-        )
-        .reverse();
+      let query = db.selectFrom('sandbox_templates').selectAll().where('waba_id', '=', wabaId);
+      if (filter.name !== undefined) query = query.where('name', '=', filter.name);
+      if (filter.status !== undefined) query = query.where('status', '=', filter.status.toUpperCase());
+      if (filter.category !== undefined) query = query.where('category', '=', filter.category.toUpperCase());
+      if (filter.language !== undefined) query = query.where('language', '=', filter.language);
+      return (await query.orderBy('seq', 'desc').execute()).map(templateOf);
     },
 
     /** Records a status change (and the reason given with it). */
     async update(id: string, change: { status: TemplateStatus; reason: string | null }): Promise<void> {
-      const template = templates.get(id);
-      if (template !== undefined) Object.assign(template, change);
+      await db.updateTable('sandbox_templates').set({ status: change.status, reason: change.reason }).where('id', '=', id).execute();
     },
 
     async remove(id: string): Promise<void> {
-      templates.delete(id);
+      await db.deleteFrom('sandbox_templates').where('id', '=', id).execute();
     },
   };
 }
