@@ -170,8 +170,9 @@ export function createClient(options: ClientOptions): Client {
         let text: string;
         try {
           response = await fetchImpl(target, { method, headers, body, signal });
-          if (response.ok && operation.response === 'raw') {
-            // A file or a stream is read by the caller, for as long as it takes: the call's time ends here.
+          // A file or a stream is read by the caller, for as long as it takes: the call's time ends here.
+          // So is a download's 304 (its `If-None-Match` ETag is current), which is no error.
+          if ((response.ok || response.status === 304) && operation.response === 'raw') {
             handedOver = true;
             clearTimeout(timer);
             return response;
