@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createApp } from '../src/app.ts';
+import { createApp, type App } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { migrateToLatest, openStore } from '../src/db/connect.ts';
 import type { AccessRow } from '../src/http/access.ts';
@@ -156,22 +156,30 @@ export function renderErrorsReference(): string {
 // access.md
 
 /**
- * Builds the app on a throw-away SQLite store only to read the routes' access declarations, with
- * every optional route on (the sandbox is the default; `/metrics` needs METRICS_TOKEN).
+ * Builds the app on a throw-away SQLite store, with every optional route on (the sandbox is the
+ * default; `/metrics` needs METRICS_TOKEN), hands it to `read`, then closes it and drops the store:
+ * for what is read from the routes themselves (their access declarations, the OpenAPI document).
  */
-export async function loadAccessTable(): Promise<AccessRow[]> {
+export async function withThrowawayApp<T>(read: (app: App) => Promise<T>): Promise<T> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-docs-'));
   const store = openStore({ dataDir });
   try {
     await migrateToLatest(store);
     const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', METRICS_TOKEN: 'x'.repeat(32) });
     const app = await createApp({ config, store, clock: systemClock });
-    await app.server.close();
-    return app.accessTable;
+    try {
+      return await read(app);
+    } finally {
+      await app.server.close();
+    }
   } finally {
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+export function loadAccessTable(): Promise<AccessRow[]> {
+  return withThrowawayApp(async (app) => app.accessTable);
 }
 
 const KNOWN_ACCESS_FIELDS = new Set(['public', 'reason', 'scope', 'credentials', 'roles']);

@@ -1,32 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { signatureHeader } from '../src/events/webhook-signature.ts';
+import { systemNode } from './system-node.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const packageDir = path.join(root, 'packages/webhook-signature');
-
-/**
- * The machine's own `node`, not the project's Node 24 (node_modules/.bin comes first on PATH under
- * npm): receivers run whatever Node they have, and the package must load on the oldest we promise.
- */
-function systemNode(): string {
-  for (const directory of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (directory === '' || path.resolve(directory).startsWith(path.join(root, 'node_modules'))) continue;
-    const candidate = path.join(directory, 'node');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  assert.fail('no `node` on PATH besides the project’s own: the package cannot be checked on the Node receivers run');
-}
 
 const BODY = '{"id":"evt_1","type":"ping","created_at":"2026-06-01T12:00:00.000Z"}';
 const SECRET = 'whsec_receiver';
