@@ -66,6 +66,10 @@ export async function sandboxStore(t: TestContext): Promise<SandboxStore> {
   return storeFor<SandboxTables>((await createTestStore(t)).store);
 }
 
+/**
+ * One sandbox process on a loopback port. Passing `store` (from `sandboxStore(t)`) puts a second
+ * process on the same store, as several api processes share one database.
+ */
 export async function setup(t: TestContext, options: Partial<Omit<SandboxProviderOptions, 'clock' | 'appSecret'>> = {}) {
   const clock = new ManualClock('2026-03-01T12:00:00Z');
   const receiver = await startReceiver(t);

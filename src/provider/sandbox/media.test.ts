@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { DAY, MINUTE, SECOND } from '../../lib/clock.ts';
-import { assertGraphError, messagesOf, setup, statusesOf, V } from './harness.test.ts';
+import { assertGraphError, messagesOf, sandboxStore, setup, statusesOf, V } from './harness.test.ts';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(200, 7)]);
 
@@ -80,6 +80,28 @@ describe('the sandbox provider: media upload, lookup, download and delete', () =
     assertGraphError(await call('DELETE', `${V}/${uploaded.body.id}`, undefined, token), 400, 100);
   });
 
+  it('a file one process stored is found, downloaded through the URL it signed, and deleted by another process on the same store', async (t) => {
+    const store = await sandboxStore(t);
+    const first = await setup(t, { store });
+    const second = await setup(t, { store });
+    const { token, phoneNumberId } = await first.connect();
+    const uploaded = await first.upload(token, phoneNumberId, { bytes: PNG, mime: 'image/png', filename: 'pic.png' });
+    const signedByFirst = new URL((await first.call('GET', `${V}/${uploaded.body.id}`, undefined, token)).body.url);
+    assert.ok(signedByFirst.pathname.startsWith('/sandbox/'));
+
+    const node = await second.call('GET', `${V}/${uploaded.body.id}?phone_number_id=${phoneNumberId}`, undefined, token);
+    assert.equal(node.status, 200, JSON.stringify(node.body));
+    assert.equal(node.body.sha256, createHash('sha256').update(PNG).digest('hex'));
+    const download = await second.call('GET', `${second.base}${signedByFirst.pathname.slice('/sandbox'.length)}${signedByFirst.search}`, undefined, token);
+    assert.equal(download.status, 200);
+    assert.equal(download.headers['content-disposition'], 'attachment; filename="pic.png"');
+    assert.deepEqual(download.raw, PNG);
+
+    assert.deepEqual((await second.call('DELETE', `${V}/${uploaded.body.id}`, undefined, token)).body, { success: true });
+    assertGraphError(await first.call('GET', `${V}/${uploaded.body.id}`, undefined, token), 400, 100);
+    assertGraphError(await first.call('GET', signedByFirst.toString(), undefined, token), 404, 100);
+  });
+
   it('uploaded media expire after 30 days', async (t) => {
     const { connect, upload, call, clock } = await setup(t);
     const { token, phoneNumberId } = await connect();
@@ -126,7 +148,7 @@ describe('the sandbox provider: media upload errors', () => {
     assertGraphError(await upload('not-a-token', phoneNumberId, { bytes: PNG, mime: 'image/png' }), 401, 190);
   });
 
-  it('beyond the memory cap the oldest files are dropped; a file larger than the cap is refused', async (t) => {
+  it('beyond the cap the oldest files are dropped; a file larger than the cap is refused', async (t) => {
     const { connect, upload, call, sandbox } = await setup(t, { mediaMaxTotalBytes: 1000 });
     const { token, phoneNumberId } = await connect();
     const first = await upload(token, phoneNumberId, { bytes: Buffer.alloc(600, 1), mime: 'image/png' });
@@ -135,6 +157,25 @@ describe('the sandbox provider: media upload errors', () => {
     assert.equal((await call('GET', `${V}/${second.body.id}`, undefined, token)).status, 200);
     assert.equal(await sandbox.media.totalBytes(), 600);
     assertGraphError(await upload(token, phoneNumberId, { bytes: Buffer.alloc(1001, 1), mime: 'image/png' }), 400, 131053);
+  });
+
+  it('expired files are dropped before the oldest live ones when a new file needs room', async (t) => {
+    const { connect, upload, inbound, receiver, call, clock, sandbox } = await setup(t, { mediaMaxTotalBytes: 1000 });
+    const { token, phoneNumberId } = await connect();
+    const uploaded = await upload(token, phoneNumberId, { bytes: Buffer.alloc(400, 1), mime: 'image/png' });
+    clock.advance(MINUTE);
+    await inbound({
+      phone_number_id: phoneNumberId,
+      type: 'document',
+      document: { mime_type: 'application/pdf', content_base64: Buffer.alloc(400, 2).toString('base64') },
+    });
+    const received = messagesOf(receiver.received)[0].document.id as string;
+    clock.advance(7 * DAY);
+    const newest = await upload(token, phoneNumberId, { bytes: Buffer.alloc(400, 3), mime: 'image/png' });
+    assertGraphError(await call('GET', `${V}/${received}`, undefined, token), 400, 100);
+    assert.equal((await call('GET', `${V}/${uploaded.body.id}`, undefined, token)).status, 200, 'the older upload is still within its 30 days');
+    assert.equal((await call('GET', `${V}/${newest.body.id}`, undefined, token)).status, 200);
+    assert.equal(await sandbox.media.totalBytes(), 800);
   });
 });
 

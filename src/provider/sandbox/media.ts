@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { DAY, MINUTE, type Clock } from '../../lib/clock.ts';
 import { constantTimeEqual, sha256Hex } from '../../lib/crypto.ts';
-import type { SandboxStore } from './store/index.ts';
+import { newSeq, type SandboxStore } from './store/index.ts';
+import type { SandboxMediaRow } from './store/tables.ts';
 
 export const MEDIA_KINDS = ['image', 'video', 'audio', 'document', 'sticker'] as const;
 export type MediaKind = (typeof MEDIA_KINDS)[number];
@@ -38,7 +39,7 @@ export const MEDIA_URL_TTL_MS = 5 * MINUTE;
 /** Uploaded media ids live 30 days; ids received in webhooks 7 days (§5). */
 export const UPLOADED_MEDIA_TTL_MS = 30 * DAY;
 export const RECEIVED_MEDIA_TTL_MS = 7 * DAY;
-/** Default cap on the bytes the sandbox keeps in memory; the oldest media are dropped beyond it. */
+/** Default cap on the media bytes the sandbox keeps; the oldest media are dropped beyond it. */
 export const DEFAULT_MEDIA_MAX_TOTAL_BYTES = 256_000_000;
 
 /** The MIME type without parameters, lower case: `Audio/OGG; codecs=opus` → `audio/ogg`. */
@@ -90,7 +91,25 @@ export function placeholderBytes(kind: MediaKind): Buffer {
   return Buffer.concat([PLACEHOLDER_SIGNATURES[kind], Buffer.from(`sandbox placeholder ${kind}\n`)]);
 }
 
-/** In-memory media with a cap on total bytes; download URLs are signed so they need no storage. */
+function mediaOf(row: SandboxMediaRow): SandboxMedia {
+  return {
+    id: row.id,
+    wabaId: row.waba_id,
+    phoneNumberId: row.phone_number_id,
+    mimeType: row.mime_type,
+    bytes: Buffer.from(row.bytes, 'base64'),
+    sha256: row.sha256,
+    filename: row.filename ?? undefined,
+    origin: row.origin as SandboxMedia['origin'],
+    createdAt: new Date(row.created_at),
+    expiresAt: new Date(row.expires_at),
+  };
+}
+
+/**
+ * Media in the store's `sandbox_media` table, shared by every process serving the sandbox, with a cap
+ * on total bytes; download URLs are signed so they need no storage.
+ */
 export function createMediaStore(options: {
   store: SandboxStore;
   clock: Clock;
@@ -99,18 +118,42 @@ export function createMediaStore(options: {
   urlKey: Buffer;
   maxTotalBytes?: number;
 }) {
+  const { db } = options.store;
   const maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MEDIA_MAX_TOTAL_BYTES;
-  // Insertion order is creation order, so the first entries are the ones to drop when full.
-  const media = new Map<string, SandboxMedia>();
   const { urlKey } = options;
-  let totalBytes = 0;
+
+  async function totalBytes(): Promise<number> {
+    const row = await db
+      .selectFrom('sandbox_media')
+      .select((eb) => eb.fn.sum<number | string | null>('size').as('total'))
+      .executeTakeFirstOrThrow();
+    // PostgreSQL answers a bigint sum as text, and either backend answers null for no rows.
+    return Number(row.total ?? 0);
+  }
 
   async function remove(id: string): Promise<boolean> {
-    const found = media.get(id);
-    if (found === undefined) return false;
-    media.delete(id);
-    totalBytes -= found.bytes.length;
-    return true;
+    const result = await db.deleteFrom('sandbox_media').where('id', '=', id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  /**
+   * Drops expired files, then the oldest (by `seq`) until the total is back under the cap. It runs
+   * after the insert rather than before, so that puts racing in several processes leave the table
+   * over the cap only until the last of them trims. The cap is approximate while puts race: it can
+   * be exceeded by the files in flight, and two trims interleaving can drop a file more than needed.
+   */
+  async function trim(): Promise<void> {
+    await db.deleteFrom('sandbox_media').where('expires_at', '<=', options.clock.now().toISOString()).execute();
+    let excess = (await totalBytes()) - maxTotalBytes;
+    if (excess <= 0) return;
+    let newestDropped: string | undefined;
+    // Sizes only, oldest first: the bytes are never read to make room.
+    for (const row of await db.selectFrom('sandbox_media').select(['seq', 'size']).orderBy('seq').execute()) {
+      if (excess <= 0) break;
+      newestDropped = row.seq;
+      excess -= row.size;
+    }
+    if (newestDropped !== undefined) await db.deleteFrom('sandbox_media').where('seq', '<=', newestDropped).execute();
   }
 
   function signature(id: string, expiresAtSeconds: number): string {
@@ -118,9 +161,7 @@ export function createMediaStore(options: {
   }
 
   return {
-    async totalBytes(): Promise<number> {
-      return totalBytes;
-    },
+    totalBytes,
     maxTotalBytes,
 
     /** Stores a file; the oldest files are dropped to stay under the cap, as expiry would drop them. */
@@ -133,10 +174,6 @@ export function createMediaStore(options: {
       origin: SandboxMedia['origin'];
     }): Promise<SandboxMedia | undefined> {
       if (fields.bytes.length > maxTotalBytes) return undefined;
-      for (const id of media.keys()) {
-        if (totalBytes + fields.bytes.length <= maxTotalBytes) break;
-        await remove(id);
-      }
       const now = options.clock.now();
       const stored: SandboxMedia = {
         id: await options.newId(),
@@ -150,15 +187,32 @@ export function createMediaStore(options: {
         createdAt: now,
         expiresAt: new Date(now.getTime() + (fields.origin === 'uploaded' ? UPLOADED_MEDIA_TTL_MS : RECEIVED_MEDIA_TTL_MS)),
       };
-      media.set(stored.id, stored);
-      totalBytes += stored.bytes.length;
+      await db
+        .insertInto('sandbox_media')
+        .values({
+          id: stored.id,
+          seq: newSeq(now),
+          waba_id: stored.wabaId,
+          phone_number_id: stored.phoneNumberId,
+          mime_type: stored.mimeType,
+          bytes: stored.bytes.toString('base64'),
+          size: stored.bytes.length,
+          sha256: stored.sha256,
+          filename: stored.filename ?? null,
+          origin: stored.origin,
+          created_at: now.toISOString(),
+          expires_at: stored.expiresAt.toISOString(),
+        })
+        .execute();
+      await trim();
       return stored;
     },
 
     /** The media, unless it never existed, was deleted or has expired (then it is dropped). */
     async find(id: string): Promise<SandboxMedia | undefined> {
-      const found = media.get(id);
-      if (found === undefined) return undefined;
+      const row = await db.selectFrom('sandbox_media').selectAll().where('id', '=', id).executeTakeFirst();
+      if (row === undefined) return undefined;
+      const found = mediaOf(row);
       if (found.expiresAt.getTime() <= options.clock.now().getTime()) {
         await remove(id);
         return undefined;

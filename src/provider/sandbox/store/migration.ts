@@ -109,15 +109,18 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn('waba_id', 'text', (c) => c.notNull())
     .addColumn('phone_number_id', 'text', (c) => c.notNull())
     .addColumn('mime_type', 'text', (c) => c.notNull())
-    .addColumn('bytes', 'text', (c) => c.notNull())
     .addColumn('size', 'integer', (c) => c.notNull())
     .addColumn('sha256', 'text', (c) => c.notNull())
     .addColumn('filename', 'text')
     .addColumn('origin', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('expires_at', 'text', (c) => c.notNull())
+    // Last: SQLite reaches a column after a large value only by walking its overflow pages, so the
+    // cap's scans of size, seq and expires_at would otherwise read every file.
+    .addColumn('bytes', 'text', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('sandbox_media_seq').on('sandbox_media').column('seq').execute();
+  await db.schema.createIndex('sandbox_media_expiry').on('sandbox_media').column('expires_at').execute();
   await db.schema
     .createTable('sandbox_templates')
     .addColumn('id', 'text', (c) => c.primaryKey())

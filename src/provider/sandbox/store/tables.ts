@@ -108,14 +108,14 @@ export interface SandboxMediaRow {
   waba_id: string;
   phone_number_id: string;
   mime_type: string;
-  /** The file, base64: text keeps the column the same on both backends. */
-  bytes: string;
   size: number;
   sha256: string;
   filename: string | null;
   origin: string;
   created_at: string;
   expires_at: string;
+  /** The file, base64: text keeps the column the same on both backends. The table's last column. */
+  bytes: string;
 }
 
 export interface SandboxTemplateRow {
