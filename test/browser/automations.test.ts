@@ -207,8 +207,7 @@ describe('dashboard: automations, runs, approvals and connector accounts', () =>
       const owner = await signUp(server);
       const automation = await automationOf(server, owner, 'Stale edits', askAndThank('First thanks.'), { draft: true });
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto(`/dashboard/automations/${automation.id}`);
+      await signIn(page, owner, `/dashboard/automations/${automation.id}`);
       await page.getByRole('button', { name: 'New version', exact: true }).click();
       const editor = page.getByLabel('Definition', { exact: true });
       await editor.fill((await editor.inputValue()).replace('First thanks.', 'My thanks.'));
@@ -253,8 +252,7 @@ describe('dashboard: automations, runs, approvals and connector accounts', () =>
       await settle(server);
 
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto(`/dashboard/runs/${run.body.id}`);
+      await signIn(page, owner, `/dashboard/runs/${run.body.id}`);
       await page.getByRole('heading', { name: `Run ${run.body.id}` }).waitFor();
       const timeline = page.getByRole('list', { name: 'Event log' });
       await timeline.getByText('Sends a text message').waitFor();

@@ -33,6 +33,15 @@ async function sandboxBehaviour(server: TestServer, behaviour: Record<string, un
   assert.equal(response.status, 200, response.text);
 }
 
+/**
+ * How often a notification's page and a batch's page read it again while it is under way
+ * (web/src/pages/notifications): the tests move the page's clock by as much once the server has
+ * settled, rather than wait for the read. Were the pages to poll less often, the reads would come
+ * on their own time and the tests only take longer.
+ */
+const NOTIFICATION_POLL_MS = 3_000;
+const BATCH_POLL_MS = 2_000;
+
 /** A notification page's status (its first fact). */
 const status = (page: Page) => page.getByRole('definition').first();
 
@@ -136,7 +145,9 @@ describe('dashboard templates, notifications and schedules', () => {
     browserTest(async (t) => {
       const server = await startDashboardServer(t);
       const { owner } = await ownerWithTemplate(server);
-      const { page } = await openDashboard(t, await browser, server);
+      const { page, context } = await openDashboard(t, await browser, server);
+      // The page's clock, so that its next read comes when the test says rather than 3 s later.
+      await context.clock.install();
       await signIn(page, owner);
       await page.getByRole('link', { name: 'Notifications' }).click();
       await page.getByText('No notification yet').waitFor();
@@ -153,8 +164,9 @@ describe('dashboard templates, notifications and schedules', () => {
       await page.getByRole('heading', { name: `Notification to ${CUSTOMERS[0]}` }).waitFor();
       await page.getByText('Not yet: the message is created when the notification is first sent.').waitFor();
 
-      // Its send runs; the page reads it again until it settles.
+      // Its send runs; the page reads it again (every 3 s) until it settles.
       await settle(server);
+      await page.clock.fastForward(NOTIFICATION_POLL_MS);
       await status(page).getByText('delivered', { exact: true }).waitFor();
       await page.getByRole('link', { name: 'Open it in the inbox' }).waitFor();
       await expectLabelled(page, 'the notification page');
@@ -169,6 +181,7 @@ describe('dashboard templates, notifications and schedules', () => {
       await form.getByRole('button', { name: 'Send notification' }).click();
       await page.getByRole('heading', { name: `Notification to ${CUSTOMERS[1]}` }).waitFor();
       await settle(server);
+      await page.clock.fastForward(NOTIFICATION_POLL_MS);
       await status(page).getByText('failed', { exact: true }).waitFor();
       await page.getByRole('button', { name: 'Replay' }).click();
       const dialog = page.getByRole('dialog', { name: `Send the notification to ${CUSTOMERS[1]} again?` });
@@ -176,6 +189,7 @@ describe('dashboard templates, notifications and schedules', () => {
       await dialog.getByRole('button', { name: 'Send again' }).click();
       await page.getByRole('term').getByText('Replay of').waitFor();
       await settle(server);
+      await page.clock.fastForward(NOTIFICATION_POLL_MS);
       await status(page).getByText('delivered', { exact: true }).waitFor();
       const failed = await server.request('GET', '/v1/notifications?status=failed', { token: owner.token });
       assert.equal(failed.body.data.length, 1);
@@ -200,7 +214,8 @@ describe('dashboard templates, notifications and schedules', () => {
         },
       });
       assert.equal(created.status, 201, created.text);
-      const { page } = await openDashboard(t, await browser, server);
+      const { page, context } = await openDashboard(t, await browser, server);
+      await context.clock.install();
       await signIn(page, owner);
       await page.getByRole('link', { name: 'Notifications' }).click();
       await row(page, CUSTOMERS[0]!).getByRole('link', { name: 'Batch' }).click();
@@ -219,9 +234,10 @@ describe('dashboard templates, notifications and schedules', () => {
       await count('scheduled').getByText('2', { exact: true }).waitFor();
       await row(page, CUSTOMERS[1]!).getByText('canceled').waitFor();
 
-      // Their time comes: the sends run, and the page, reading the batch again, shows the counts move.
+      // Their time comes: the sends run, and the page, reading the batch again (every 2 s), shows the counts move.
       server.clock.set(new Date(sendAt.getTime() + 1_000));
       await settle(server);
+      await page.clock.fastForward(BATCH_POLL_MS);
       await count('delivered').getByText('2', { exact: true }).waitFor();
       await page.getByText('Finished: all 3 settled.').waitFor();
       assert.equal(await progress.getAttribute('aria-valuenow'), '3');

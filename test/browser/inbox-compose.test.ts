@@ -33,8 +33,7 @@ describe('inbox: replying and working on a conversation', () => {
   }
 
   async function openConversation(page: Page, member: { email: string; password: string }, conversationId: string) {
-    await signIn(page, member);
-    await page.goto(`/dashboard/inbox/${conversationId}`);
+    await signIn(page, member, `/dashboard/inbox/${conversationId}`);
   }
 
   const composerOf = (page: Page) => page.getByRole('region', { name: 'Reply', exact: true });

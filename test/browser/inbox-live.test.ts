@@ -93,8 +93,7 @@ describe('inbox, live', () => {
       t.after(() => sandboxBehaviour(server, { auto_status: true }));
 
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto(`/dashboard/inbox/${received.conversation_id}`);
+      await signIn(page, owner, `/dashboard/inbox/${received.conversation_id}`);
       await message(page, 'Can you confirm my booking?').waitFor();
       await waitLive(page);
 
@@ -130,8 +129,7 @@ describe('inbox, live', () => {
       const from = newCustomer();
       const first = await customerWrites(server, connection, from, 'Before the expiry');
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto(`/dashboard/inbox/${first.conversation_id}`);
+      await signIn(page, owner, `/dashboard/inbox/${first.conversation_id}`);
       await message(page, 'Before the expiry').waitFor();
       await waitLive(page);
       // One event received live: the stream has a resume point.
@@ -179,8 +177,7 @@ describe('inbox, live', () => {
       assert.notEqual(other.conversation_id, wanted.conversation_id);
 
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto(`/dashboard/inbox/${wanted.conversation_id}`);
+      await signIn(page, owner, `/dashboard/inbox/${wanted.conversation_id}`);
       await message(page, 'Its second message').waitFor();
       await page.reload();
       await message(page, 'The thread we link to').waitFor();
@@ -277,8 +274,7 @@ describe('inbox, live', () => {
       await settle(server);
 
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto(`/dashboard/inbox/${question.conversation_id}`);
+      await signIn(page, owner, `/dashboard/inbox/${question.conversation_id}`);
       // The photo is fetched with the bearer into a blob: URL, and decodes.
       const photo = page.getByRole('img', { name: 'Like this one?' });
       await photo.waitFor();

@@ -105,9 +105,7 @@ describe('the organization’s pages', () => {
       const connection = await createConnection(server, owner, { coexistence: true, name: 'Shop app' });
       await settle(server);
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await waitLive(page);
-      await page.goto(`/dashboard/connections/${connection.id}`);
+      await signIn(page, owner, `/dashboard/connections/${connection.id}`);
       await page.getByRole('heading', { name: 'Shop app' }).waitFor();
       await waitLive(page);
       const bar = page.getByRole('progressbar', { name: 'History import' });
@@ -205,6 +203,9 @@ describe('the organization’s pages', () => {
       const owner = await signUp(server);
       const { page, context } = await openDashboard(t, browser, server);
       await publicAddressIsServer(context, server);
+      // The page's clock: back from checkout it reads the plan again every 2 s until Stripe's webhook
+      // landed; the test moves it once the server has settled rather than wait for the read.
+      await context.clock.install();
       await signIn(page, owner);
       await page.getByRole('link', { name: 'Billing' }).click();
       await page.getByTestId('current-plan').getByText('Free').waitFor();
@@ -229,6 +230,7 @@ describe('the organization’s pages', () => {
       await page.getByRole('button', { name: 'Pay' }).click();
       await page.waitForURL(`${server.url}/dashboard/billing?checkout=success`);
       await settle(server);
+      await page.clock.fastForward(2_000);
       await page.getByText('Thank you: the organization is on Pro.').waitFor();
       await page.getByTestId('current-plan').getByText('Pro').waitFor();
       assert.equal((await server.request('GET', '/v1/billing/subscription', { token: owner.token })).body.plan, 'pro');
@@ -310,8 +312,7 @@ describe('the organization’s pages', () => {
       assert.equal(created.status, 201, created.text);
       const firstLink = await inviteLinkMailedTo(server, email);
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, owner);
-      await page.goto('/dashboard/members');
+      await signIn(page, owner, '/dashboard/members');
       const invitation = page.getByRole('table', { name: 'Invitations' }).getByRole('row', { name: new RegExp(email) });
       await invitation.getByRole('button', { name: 'Resend' }).click();
       await invitation.getByText('Sent again').waitFor();
@@ -363,9 +364,7 @@ describe('the organization’s pages', () => {
       const connection = await createConnection(server, owner, { name: 'Viewer line' });
       const viewer = await addMember(server, owner.organizationId, 'viewer');
       const { page } = await openDashboard(t, browser, server);
-      await signIn(page, viewer);
-
-      await page.goto(`/dashboard/connections/${connection.id}`);
+      await signIn(page, viewer, `/dashboard/connections/${connection.id}`);
       await page.getByRole('heading', { name: 'Viewer line' }).waitFor();
       for (const name of ['Sync with the provider', 'Re-authorise', 'Disconnect']) assert.equal(await page.getByRole('button', { name }).count(), 0, name);
       assert.deepEqual(await unlabelledControls(page), []);

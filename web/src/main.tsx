@@ -23,12 +23,14 @@ const queryClient = new QueryClient({
 const router = createDashboardRouter({ session, queryClient });
 
 // A session that ends (signed out here or in another tab, or expired) sends every page back through
-// the route guards, which redirect to sign-in.
+// the route guards, which redirect to sign-in, and drops what it had read. Finding no session on
+// load drops nothing: the public pages' anonymous reads may be in flight then (the invitation's
+// probe), and a query cleared mid-flight never settles.
 let previous = session.state.status;
 session.subscribe(() => {
   const status = session.state.status;
   if (status !== previous && status !== 'loading') void router.invalidate();
-  if (status === 'signed_out') queryClient.clear();
+  if (status === 'signed_out' && previous !== 'loading') queryClient.clear();
   previous = status;
 });
 void session.resume();
