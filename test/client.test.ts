@@ -4,66 +4,47 @@
  * loopback stands between the two and does exactly that, forwarding everything else unchanged.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { before, beforeEach, describe, it } from 'node:test';
 import { ApiConnectionError, ApiError, ApiTimeoutError, createClient, type Client, type ClientOptions } from '../packages/client/src/index.ts';
 import { verifyWebhook, WebhookVerificationError } from '../packages/client/src/webhooks.ts';
+import { startApi } from './fake-api.ts';
 import { createConnection, createKey, inbound, newCustomer, settle, startServerWithOwner, type SignedUp } from './factories.ts';
 import { suiteScope, type Scope, type TestServer } from './harness.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
 import { waitFor } from './wait.ts';
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-}
-
 /** What the proxy does with the next request: forward it, answer it itself, lose the answer, or never answer. */
 type Plan =
   { kind: 'forward' } | { kind: 'answer'; status: number; headers: Record<string, string>; body: string } | { kind: 'lose-answer' } | { kind: 'hang' };
 
-/** A proxy on loopback in front of `upstream`, closed when `scope` ends. */
+/** A proxy on loopback in front of `upstream` (a fake API that forwards), closed when `scope` ends. */
 async function startProxy(scope: Scope, upstream: string) {
-  const seen: Seen[] = [];
   const plans: Plan[] = [];
   /** What the upstream answered to each forwarded request, in order. */
   const forwarded: { status: number; headers: Headers }[] = [];
-  const server = createServer((request, response: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      seen.push({ method: request.method!, url: request.url!, headers: request.headers });
-      const plan = plans.shift() ?? { kind: 'forward' };
-      if (plan.kind === 'hang') return;
-      if (plan.kind === 'answer') return void response.writeHead(plan.status, plan.headers).end(plan.body);
-      const headers = Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)) as [string, string][];
-      const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
-      void fetch(upstream + request.url, { method: request.method!, headers, body })
-        .then(async (answer) => {
-          const text = await answer.text();
-          forwarded.push({ status: answer.status, headers: answer.headers });
-          // The service did the work and answered; the client never hears it.
-          if (plan.kind === 'lose-answer') return void request.socket.destroy();
-          const passed = [...answer.headers].filter(
-            ([name]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name),
-          );
-          response.writeHead(answer.status, Object.fromEntries(passed)).end(text);
-        })
-        .catch(() => request.socket.destroy());
-    });
+  const api = await startApi(scope);
+  api.answer((request, response: ServerResponse) => {
+    const plan = plans.shift() ?? { kind: 'forward' };
+    if (plan.kind === 'hang') return;
+    if (plan.kind === 'answer') return void response.writeHead(plan.status, plan.headers).end(plan.body);
+    const headers = Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)) as [string, string][];
+    void fetch(upstream + request.url, { method: request.method, headers, body: request.body === '' ? undefined : request.body })
+      .then(async (answer) => {
+        const text = await answer.text();
+        forwarded.push({ status: answer.status, headers: answer.headers });
+        // The service did the work and answered; the client never hears it.
+        if (plan.kind === 'lose-answer') return void response.socket?.destroy();
+        const passed = [...answer.headers].filter(
+          ([name]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name),
+        );
+        response.writeHead(answer.status, Object.fromEntries(passed)).end(text);
+      })
+      .catch(() => response.socket?.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  scope.after(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as { port: number };
+  const { seen } = api;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: api.url,
     seen,
     forwarded,
     plan: (...next: Plan[]) => void plans.push(...next),

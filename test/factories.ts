@@ -110,7 +110,7 @@ export async function addMember(
   const email = `${role}-${randomBytes(4).toString('hex')}@example.com`;
   const password = 'correct horse battery staple';
   const { hashPassword } = await import('../src/lib/crypto.ts');
-  const passwordHash = await hashPassword(password);
+  const passwordHash = await hashPassword(password, server.config.passwordHashCost);
   const member = await server.app.store.db
     .transaction()
     .execute((trx) => server.app.services.members.createUserAndMember(trx, { email, name: null, passwordHash, organizationId, role }));

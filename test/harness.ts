@@ -66,6 +66,9 @@ export interface TestStore {
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
 
+/** The scrypt cost of the accounts tests make: the lowest the configuration allows (sandbox mode only). */
+export const TEST_PASSWORD_HASH_COST = '10';
+
 /** What shares each store: closed before the store is dropped under them. */
 const sharers = new WeakMap<TestStore, Set<() => Promise<void>>>();
 function shares(shared: TestStore, close: () => Promise<void>): void {
@@ -229,6 +232,8 @@ export async function startServer(scope: Scope, options: StartOptions = {}): Pro
     // Every test talks from 127.0.0.1, so the spec's 20 unauthenticated requests a minute would cap
     // a whole file at 20 sign-ups; the rate-limit tests set it back (an empty value means the default).
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '100000',
+    // Nearly every test makes an account; at the production cost each would take ~100 ms of CPU.
+    PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST,
     ...options.env,
   });
   const app = (started = await createApp({ config, store: testStore.store, clock: clock }));

@@ -219,7 +219,7 @@ async function killed(worker: ServiceProcess, what: string, progress: () => stri
 describe('runs when a worker process crashes', () => {
   // The kill comes from inside the provider, while it takes the send and before it answers: the
   // worker can never learn that this send went out.
-  crashSuite('killed the moment the provider takes one of its sends', async (worker, server, connection) => {
+  crashSuite('killed the moment the provider takes one of its sends', async (worker, server) => {
     const killAt = randomInt(1, LATEST_KILL + 1);
     const { state } = server.app.sandbox!;
     // This process serves the sandbox alone, so counting here counts every send the provider took.

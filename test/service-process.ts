@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Scope, TestStore } from './harness.ts';
+import { TEST_PASSWORD_HASH_COST, type Scope, type TestStore } from './harness.ts';
 import { waitFor } from './wait.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
@@ -22,7 +22,10 @@ export interface ServiceProcess {
  * killed with SIGKILL when `scope` ends if it still runs, so no process outlives its test.
  */
 export function spawnService(scope: Scope, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   scope.after(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');

@@ -38,6 +38,7 @@ export function buildPlatform(core: Core) {
     members: members.service,
     audit: audit.service,
     secureCookies,
+    passwordHashCost: config.passwordHashCost,
   });
   const oauthTokens = createOauthTokensModule({ db, clock, members: members.service });
   const mail = createMailModule({
@@ -60,6 +61,7 @@ export function buildPlatform(core: Core) {
     audit: audit.service,
     publicBaseUrl: config.publicBaseUrl,
     secureCookies,
+    passwordHashCost: config.passwordHashCost,
   });
   const idempotencyKeys = createIdempotencyKeysModule({ db, clock, isUniqueViolation, secrets });
   return {

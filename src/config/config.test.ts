@@ -84,6 +84,21 @@ describe('configuration', () => {
     }
   });
 
+  it('hashes passwords at cost 15 (N = 2^15) unless PASSWORD_HASH_COST says otherwise; below 15 only in sandbox mode', () => {
+    assert.equal(loadConfig({}).passwordHashCost, 15);
+    assert.equal(loadConfig({ PASSWORD_HASH_COST: '10' }).passwordHashCost, 10);
+    assert.equal(loadConfig({ PASSWORD_HASH_COST: '20' }).passwordHashCost, 20);
+    const cloud = { PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234', PROVIDER_APP_SECRET: 's', PROVIDER_VERIFY_TOKEN: 'v' };
+    assert.equal(loadConfig({ ...cloud, PASSWORD_HASH_COST: '16' }).passwordHashCost, 16);
+    for (const env of [{ PASSWORD_HASH_COST: '9' }, { PASSWORD_HASH_COST: '21' }, { PASSWORD_HASH_COST: 'fast' }, { ...cloud, PASSWORD_HASH_COST: '14' }]) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && error.message.startsWith('PASSWORD_HASH_COST: '),
+        JSON.stringify(env),
+      );
+    }
+  });
+
   it('a worker in sandbox mode names the sandbox an api process serves; in cloud mode it needs nothing more', () => {
     assert.equal(loadConfig({ ROLE: 'worker', PROVIDER_BASE_URL: 'http://api:3000/sandbox/graph' }).providerBaseUrl, 'http://api:3000/sandbox/graph');
     const cloud = { PROVIDER_MODE: 'cloud', PROVIDER_APP_ID: '1234', PROVIDER_APP_SECRET: 's', PROVIDER_VERIFY_TOKEN: 'v' };

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_PASSWORD_HASH_COST } from '../lib/crypto.ts';
 
 /** Where media bytes live (MEDIA_STORAGE_URL): files under a directory, or objects in an S3-compatible bucket. */
 export type MediaStorageConfig =
@@ -60,6 +61,8 @@ export interface Config {
   role: 'all' | 'api' | 'worker';
   /** How long a worker owns a job it claimed; a worker that dies holds its jobs this long. */
   workerLeaseMs: number;
+  /** log2 of scrypt's N for new password hashes: 15 (OWASP's minimum) unless lowered for tests. */
+  passwordHashCost: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustProxy: boolean;
   /** Set: `GET /metrics` answers a scraper that sends it as its bearer token. Unset: there is no such route. */
@@ -126,6 +129,18 @@ function positiveInteger(env: Env, name: string, fallback: number, max?: number)
   if (!/^\d+$/.test(value) || parsed < 1 || !Number.isSafeInteger(parsed)) throw new ConfigError(name, `must be a whole number of at least 1 (got "${value}")`);
   if (max !== undefined && parsed > max) throw new ConfigError(name, `must be a whole number from 1 to ${max} (got "${value}")`);
   return parsed;
+}
+
+/**
+ * Below 15 a hash is faster to guess than OWASP allows. A test suite, which hashes a password for
+ * every account it makes, may ask for less, but only in sandbox mode, which is never production.
+ */
+function passwordHashCost(env: Env, providerMode: Config['providerMode']): number {
+  const cost = positiveInteger(env, 'PASSWORD_HASH_COST', DEFAULT_PASSWORD_HASH_COST, 20);
+  if (cost < 10) throw new ConfigError('PASSWORD_HASH_COST', `must be a whole number from 10 to 20 (got "${cost}")`);
+  if (cost < DEFAULT_PASSWORD_HASH_COST && providerMode === 'cloud')
+    throw new ConfigError('PASSWORD_HASH_COST', `must be at least ${DEFAULT_PASSWORD_HASH_COST} with PROVIDER_MODE=cloud (got "${cost}")`);
+  return cost;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
@@ -350,6 +365,7 @@ export function loadConfig(env: Env): Config {
     webhookAllowPrivateNetworks: flag(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     role: oneOf(env, 'ROLE', ['all', 'api', 'worker'], 'all'),
     workerLeaseMs: positiveInteger(env, 'WORKER_LEASE_MS', 60_000),
+    passwordHashCost: passwordHashCost(env, providerMode),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     trustProxy: flag(env, 'TRUST_PROXY', false),
     metricsToken: bearerToken(env, 'METRICS_TOKEN'),

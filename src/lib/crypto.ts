@@ -49,6 +49,8 @@ export function constantTimeEqual(a: string, b: string): boolean {
 
 // scrypt parameters: N=2^15, r=8, p=1 (OWASP's recommended minimum), 32 MiB of memory per hash.
 const SCRYPT = { N: 32768, r: 8, p: 1, keyLength: 32, maxmem: 64 * 1024 * 1024 } as const;
+/** log2 of scrypt's N: the default cost of a new hash (`PASSWORD_HASH_COST`). */
+export const DEFAULT_PASSWORD_HASH_COST = Math.log2(SCRYPT.N);
 
 function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -56,11 +58,15 @@ function scrypt(password: string, salt: Buffer, keyLength: number, options: Scry
   });
 }
 
-/** `scrypt$N$r$p$salt$hash`, so that parameters can be raised later without breaking stored hashes. */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * `scrypt$N$r$p$salt$hash`, so that parameters can be raised later without breaking stored hashes.
+ * `cost` is log2 of N; a hash verifies with the parameters it was made with, whatever the cost now.
+ */
+export async function hashPassword(password: string, cost = DEFAULT_PASSWORD_HASH_COST): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scrypt(password, salt, SCRYPT.keyLength, SCRYPT);
-  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const N = 2 ** cost;
+  const key = await scrypt(password, salt, SCRYPT.keyLength, { ...SCRYPT, N });
+  return ['scrypt', N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {

@@ -39,6 +39,11 @@ describe('crypto helpers', () => {
     assert.equal(await verifyPassword('correct horse battery', hash), true);
     assert.equal(await verifyPassword('correct horse batterx', hash), false);
     assert.equal(await verifyPassword('anything', 'not-a-hash'), false);
+    // A cheaper hash (PASSWORD_HASH_COST, tests only) carries its own N, and verifies by it.
+    const cheap = await hashPassword('correct horse battery', 10);
+    assert.match(cheap, /^scrypt\$1024\$8\$1\$/);
+    assert.equal(await verifyPassword('correct horse battery', cheap), true);
+    assert.equal(await verifyPassword('correct horse batterx', cheap), false);
   });
 
   it('sealed secrets open only with the same master key, and tampering is detected', () => {

@@ -29,9 +29,6 @@ export interface IssuedSession {
   refreshExpiresAt: Date;
 }
 
-// Verifying against this when the email is unknown keeps "no such account" as slow as "wrong password".
-const UNKNOWN_USER_HASH = await hashPassword(randomToken());
-
 export interface AuthServiceDeps {
   db: Db;
   store: AuthStore;
@@ -39,6 +36,8 @@ export interface AuthServiceDeps {
   organizations: Pick<OrganizationsService, 'create' | 'get'>;
   members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findUserByEmail' | 'listMembershipsOfUser'>;
   audit: Pick<AuditEventsService, 'record'>;
+  /** log2 of scrypt's N for new password hashes (`PASSWORD_HASH_COST`). */
+  passwordHashCost: number;
 }
 
 /**
@@ -51,7 +50,10 @@ export const SESSION_CACHE_TTL_MS = 1000;
 const SESSION_CACHE_MAX = 10_000;
 
 export function createAuthService(deps: AuthServiceDeps) {
-  const { db, store, clock, organizations, members, audit } = deps;
+  const { db, store, clock, organizations, members, audit, passwordHashCost } = deps;
+  // Verifying against this when the email is unknown keeps "no such account" as slow as "wrong
+  // password": made at the configured cost, so both take the same time.
+  const unknownUserHash = hashPassword(randomToken(), passwordHashCost);
   const sessions = new RecentReads<DashboardSessionsTable>({ clock, ttlMs: SESSION_CACHE_TTL_MS, maxEntries: SESSION_CACHE_MAX });
   const sessionTags = (session: DashboardSessionsTable) => [session.id];
 
@@ -140,7 +142,7 @@ export function createAuthService(deps: AuthServiceDeps) {
     },
 
     async signup(input: SignupInput, requestId: string): Promise<IssuedSession> {
-      const passwordHash = await hashPassword(input.password);
+      const passwordHash = await hashPassword(input.password, passwordHashCost);
       return db.transaction().execute(async (trx) => {
         const organization = await organizations.create(trx, { name: input.organization_name });
         const member = await members.createUserAndMember(trx, {
@@ -170,7 +172,7 @@ export function createAuthService(deps: AuthServiceDeps) {
      */
     async verifyPassword(email: string, password: string): Promise<{ userId: string; memberships: Member[] }> {
       const user = await members.findUserByEmail(email);
-      const passwordOk = await verifyPassword(password, user?.password_hash ?? UNKNOWN_USER_HASH);
+      const passwordOk = await verifyPassword(password, user?.password_hash ?? (await unknownUserHash));
       if (!user || !passwordOk) throw new AppError('login_failed', 'The email or password is incorrect.');
       return { userId: user.id, memberships: await members.listMembershipsOfUser(user.id) };
     },

@@ -51,6 +51,8 @@ export interface InvitesServiceDeps {
   audit: Pick<AuditEventsService, 'record'>;
   /** The dashboard's address: the base of the link in every invite mail. */
   publicBaseUrl: string;
+  /** log2 of scrypt's N for the password of a new account (`PASSWORD_HASH_COST`). */
+  passwordHashCost: number;
 }
 
 /** The status the API shows: a pending invite past its expiry is expired, without a write. */
@@ -110,7 +112,7 @@ function refusalOf(row: InvitesTable, now: string): AppError | undefined {
 }
 
 export function createInvitesService(deps: InvitesServiceDeps) {
-  const { db, store, clock, isUniqueViolation, members, organizations, auth, mail, audit, publicBaseUrl } = deps;
+  const { db, store, clock, isUniqueViolation, members, organizations, auth, mail, audit, publicBaseUrl, passwordHashCost } = deps;
 
   async function getRow(executor: Db, organizationId: string, id: string): Promise<InvitesTable> {
     const row = await store.find(executor, organizationId, id);
@@ -188,7 +190,7 @@ export function createInvitesService(deps: InvitesServiceDeps) {
           details: [{ param: '/password', code: 'missing', message: 'is required to create the account' }],
         });
       }
-      return { kind: 'new' as const, passwordHash: await hashPassword(input.password) };
+      return { kind: 'new' as const, passwordHash: await hashPassword(input.password, passwordHashCost) };
     }
     if (bearer === undefined) {
       throw new AppError('credential_missing', `${row.email} already has an account: log in as that person and accept with its dashboard token.`, {
