@@ -43,8 +43,8 @@ export function createSandboxEvents(deps: {
   }
 
   /** One `messages` webhook for the number; resolves once it has been attempted. */
-  async function messages(number: SandboxNumber, value: Record<string, unknown>): Promise<WebhookDelivery> {
-    return sender.send(messagesWebhook(number, value), await targetFor(number.wabaId));
+  async function messages(number: SandboxNumber, value: Record<string, unknown>, target?: WebhookTarget): Promise<WebhookDelivery> {
+    return sender.send(messagesWebhook(number, value), target ?? (await targetFor(number.wabaId)));
   }
 
   /** A number-scoped field other than `messages` (history, echoes, state sync). */
@@ -57,19 +57,26 @@ export function createSandboxEvents(deps: {
     return sender.send(webhookEnvelope(wabaId, field, value, clock.now()), await targetFor(wabaId));
   }
 
-  async function emitStatus(message: SandboxMessage, status: StatusName, error?: ProviderErrorObject, number?: SandboxNumber): Promise<WebhookDelivery> {
-    return messages(number ?? (await numberOf(message)), { statuses: [statusObject(message, status, clock.now(), error)] });
+  async function emitStatus(
+    message: SandboxMessage,
+    status: StatusName,
+    error?: ProviderErrorObject,
+    known: { number?: SandboxNumber; target?: WebhookTarget } = {},
+  ): Promise<WebhookDelivery> {
+    return messages(known.number ?? (await numberOf(message)), { statuses: [statusObject(message, status, clock.now(), error)] }, known.target);
   }
 
   // Each step is queued only after the previous one was attempted, and the first only after a
   // timer tick, so the send's HTTP response always leaves before its first status webhook. The
-  // sending number is the caller's, read once for the whole walk.
+  // sending number is the caller's, and where the webhooks go is read once for the whole walk.
   function walk(message: SandboxMessage, number: SandboxNumber): void {
     const steps: StatusName[] = ['sent', 'delivered', 'read'];
+    let target: WebhookTarget | undefined;
     const next = async (): Promise<void> => {
       const status = steps.shift();
       if (status === undefined) return;
-      await emitStatus(message, status, undefined, number);
+      target ??= await targetFor(number.wabaId);
+      await emitStatus(message, status, undefined, { number, target });
       sender.later(deps.stepMs, next);
     };
     sender.later(deps.stepMs, next);
@@ -77,7 +84,7 @@ export function createSandboxEvents(deps: {
 
   /** The asynchronous failure path (§8.3): the send was answered 200, then a `failed` status arrives. */
   function failLater(message: SandboxMessage, number: SandboxNumber, code: number, details: string): void {
-    sender.later(deps.stepMs, () => emitStatus(message, 'failed', providerErrorObject(code, details), number));
+    sender.later(deps.stepMs, () => emitStatus(message, 'failed', providerErrorObject(code, details), { number }));
   }
 
   /**
