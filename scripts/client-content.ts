@@ -110,6 +110,18 @@ const isParameter = (segment: string) => segment.startsWith('{');
 const VERBS: Record<string, string> = { GET: 'retrieve', POST: 'create', PATCH: 'update', PUT: 'replace', DELETE: 'delete' };
 
 /**
+ * Where the rules below would name an action by its HTTP verb (`conversations.lock.create` to take a
+ * lock), the verb the API's own docs use instead.
+ */
+const NAMED: Record<string, string[]> = {
+  'POST /v1/conversations/{id}/lock': ['conversations', 'lock', 'acquire'],
+  'DELETE /v1/conversations/{id}/lock': ['conversations', 'lock', 'release'],
+  'POST /v1/conversations/{id}/tags': ['conversations', 'tags', 'add'],
+  'DELETE /v1/conversations/{id}/tags/{tag}': ['conversations', 'tags', 'remove'],
+  'POST /v1/messages/{id}/reactions': ['messages', 'react'],
+};
+
+/**
  * A path's literal segments are its namespaces (`/v1/conversations/{id}/notes` is
  * `conversations.notes`); path parameters become the method's first arguments, in order.
  * - An operation on an item (`…/{id}`) or on a namespace is `retrieve`, `update`, `delete`, `create`
@@ -119,6 +131,8 @@ const VERBS: Record<string, string> = { GET: 'retrieve', POST: 'create', PATCH: 
  *   `GET /v1/media/{id}/download` is `media.download(id)`.
  */
 function operationName(key: string, info: OperationInfo, nodeCounts: Map<string, number>): string[] {
+  const named = NAMED[key];
+  if (named) return named;
   const [method, path] = key.split(' ') as [string, string];
   const segments = path.slice(API_PREFIX.length).split('/');
   const literals = segments.filter((segment) => !isParameter(segment)).map(camel);

@@ -1114,8 +1114,8 @@ export const RESOURCES = {
     "control": "POST /v1/conversations/{id}/control",
     "list": "GET /v1/conversations",
     "lock": {
-      "create": "POST /v1/conversations/{id}/lock",
-      "delete": "DELETE /v1/conversations/{id}/lock",
+      "acquire": "POST /v1/conversations/{id}/lock",
+      "release": "DELETE /v1/conversations/{id}/lock",
       "request": "POST /v1/conversations/{id}/lock/request",
       "retrieve": "GET /v1/conversations/{id}/lock",
       "transfer": "POST /v1/conversations/{id}/lock/transfer"
@@ -1126,8 +1126,8 @@ export const RESOURCES = {
     },
     "retrieve": "GET /v1/conversations/{id}",
     "tags": {
-      "create": "POST /v1/conversations/{id}/tags",
-      "delete": "DELETE /v1/conversations/{id}/tags/{tag}"
+      "add": "POST /v1/conversations/{id}/tags",
+      "remove": "DELETE /v1/conversations/{id}/tags/{tag}"
     },
     "update": "PATCH /v1/conversations/{id}"
   },
@@ -1160,7 +1160,7 @@ export const RESOURCES = {
   "messages": {
     "create": "POST /v1/messages",
     "list": "GET /v1/messages",
-    "reactions": "POST /v1/messages/{id}/reactions",
+    "react": "POST /v1/messages/{id}/reactions",
     "read": "POST /v1/messages/{id}/read",
     "retrieve": "GET /v1/messages/{id}",
     "typing": "POST /v1/messages/{id}/typing"
