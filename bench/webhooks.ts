@@ -301,6 +301,8 @@ await runBench('webhooks', async () => {
     // The issue's target: 500 events a second with two worker processes, p99 from event to delivery under 250 ms.
     printResult('webhooks', 'two_workers_deliveries_per_s', twoBurst.deliveriesPerSec, burstBase.deliveriesPerSec);
     printCpuResult('webhooks', twoBurst.cpuUsPerDelivery, burstBase.cpuUsPerDelivery, 'two_workers_server_cpu_us_per_req');
+    // How two worker processes scale against one, on the same store in the same run (issue 22's figure).
+    printResult('webhooks', 'deliveries_per_s_pg_2workers', twoBurst.deliveriesPerSec, burst.deliveriesPerSec);
     console.log(
       `RESULT webhooks two_workers_steady_per_s=${twoSteady.deliveriesPerSec.toFixed(0)} two_workers_steady_p99_ms=${twoSteady.p99Ms.toFixed(0)} ` +
         `two_workers_burst_p99_ms=${twoBurst.p99Ms.toFixed(0)} target_per_s=${STEADY_PER_SECOND} target_p99_ms=250`,
