@@ -69,6 +69,35 @@ export function SelectField({ label, hint, error, inline, children, ...props }: 
   );
 }
 
+/**
+ * A list's filter on one field, beside its title: "Any" (the empty value) or one of `options`, each
+ * shown as `optionLabel` says.
+ */
+export function FilterSelect<T extends string>({
+  label,
+  value,
+  options,
+  optionLabel = (option) => option,
+  onChange,
+}: {
+  label: string;
+  value: string;
+  options: readonly T[];
+  optionLabel?: (option: T) => string;
+  onChange: (value: T | '') => void;
+}) {
+  return (
+    <SelectField inline label={label} value={value} onChange={(e) => onChange(e.target.value as T | '')}>
+      <option value="">Any</option>
+      {options.map((option) => (
+        <option key={option} value={option}>
+          {optionLabel(option)}
+        </option>
+      ))}
+    </SelectField>
+  );
+}
+
 export function TextAreaField({ label, hint, error, inline, ...props }: TextareaHTMLAttributes<HTMLTextAreaElement> & FieldProps) {
   return (
     <Field

@@ -1,4 +1,4 @@
-import { SelectField } from '../../ui/controls.tsx';
+import { FilterSelect } from '../../ui/controls.tsx';
 import { Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { Badge, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
@@ -17,19 +17,7 @@ export function RunsSection({ automation }: { automation: Automation }) {
   const [status, setStatus] = useState('');
   const list = useCursorList<Run>(runKeys.list(automation.id, { status }), '/v1/runs', { automation_id: automation.id, status: status || undefined });
   return (
-    <Section
-      title="Runs"
-      actions={
-        <SelectField inline label="Status" value={status} onChange={(e) => setStatus(e.target.value)}>
-          <option value="">Any</option>
-          {RUN_STATUS_OPTIONS.map((value) => (
-            <option key={value} value={value}>
-              {words(value)}
-            </option>
-          ))}
-        </SelectField>
-      }
-    >
+    <Section title="Runs" actions={<FilterSelect label="Status" value={status} options={RUN_STATUS_OPTIONS} optionLabel={words} onChange={setStatus} />}>
       <PagedList
         list={list}
         empty={

@@ -2,7 +2,7 @@ import { createLazyRoute, Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, Badge, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
-import { Button, SelectField } from '../../ui/controls.tsx';
+import { Button, FilterSelect } from '../../ui/controls.tsx';
 import { automationKeys, formatTime, toneOf, type Automation } from './api.ts';
 import { useRunsOn } from './connections.ts';
 import { CreateAutomation } from './CreateAutomation.tsx';
@@ -31,19 +31,7 @@ function AutomationsPage() {
       }
     >
       {creating && <CreateAutomation onClose={() => setCreating(false)} />}
-      <Section
-        title="All automations"
-        actions={
-          <SelectField inline label="Status" value={status} onChange={(e) => setStatus(e.target.value)}>
-            <option value="">Any</option>
-            {STATUSES.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </SelectField>
-        }
-      >
+      <Section title="All automations" actions={<FilterSelect label="Status" value={status} options={STATUSES} onChange={setStatus} />}>
         <PagedList
           list={list}
           empty={

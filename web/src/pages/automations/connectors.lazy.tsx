@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import type { ListPage } from '../../api/types.ts';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, Badge, ConfirmButton, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
-import { Button, errorFor, ErrorMessage, Loading, SelectField, TextField } from '../../ui/controls.tsx';
+import { Button, errorFor, ErrorMessage, FilterSelect, Loading, SelectField, TextField } from '../../ui/controls.tsx';
 import { useConnections } from '../connections/connections-data.ts';
 import { connectorKeys, formatTime, toneOf, words, type Connector, type ConnectorAccount, type ConnectorField } from './api.ts';
 import { useRunsOn } from './connections.ts';
@@ -52,19 +52,7 @@ function ConnectorAccountsPage() {
         ) : (
           <Loading />
         ))}
-      <Section
-        title="Accounts"
-        actions={
-          <SelectField inline label="Status" value={status} onChange={(e) => setStatus(e.target.value)}>
-            <option value="">Any</option>
-            {STATUSES.map((value) => (
-              <option key={value} value={value}>
-                {words(value)}
-              </option>
-            ))}
-          </SelectField>
-        }
-      >
+      <Section title="Accounts" actions={<FilterSelect label="Status" value={status} options={STATUSES} optionLabel={words} onChange={setStatus} />}>
         <PagedList
           list={list}
           empty={
@@ -139,9 +127,10 @@ function Prose({ text }: { text: string }) {
 
 /** One of a connector's fields: a secret is typed into a password box and never shown back. */
 function FieldInput({ field, value, onChange, error }: { field: ConnectorField; value: string; onChange: (value: string) => void; error: string | null }) {
+  const label = field.label + (field.required ? '' : ' (optional)');
   if (field.type === 'select') {
     return (
-      <SelectField label="{field.label}" value={value} required={field.required} onChange={(e) => onChange(e.target.value)}>
+      <SelectField label={label} value={value} required={field.required} error={error} onChange={(e) => onChange(e.target.value)}>
         {(field.options ?? []).map((option) => (
           <option key={option} value={option}>
             {option}
@@ -152,7 +141,7 @@ function FieldInput({ field, value, onChange, error }: { field: ConnectorField; 
   }
   return (
     <TextField
-      label={field.label + (field.required ? '' : ' (optional)')}
+      label={label}
       type={field.type === 'secret' ? 'password' : 'text'}
       autoComplete={field.type === 'secret' ? 'new-password' : 'off'}
       required={field.required}
