@@ -102,6 +102,48 @@ export function Modal({ title, open, onOpenChange, children }: { title: string; 
 
 export const dialogActionsClass = styles.dialogActions;
 
+/** What a create form in a `CreateDialog` is given: how to give up, and where the created thing goes. */
+export interface CreateFormProps<T> {
+  onCancel: () => void;
+  onCreated: (created: T) => void;
+}
+
+/**
+ * A primary button that opens a dialog around a create form. The form is mounted only while the
+ * dialog is open, so it starts empty every time; creating closes the dialog and hands the result on.
+ */
+export function CreateDialog<T>({
+  label,
+  title,
+  onCreated,
+  form: Form,
+}: {
+  label: string;
+  title: string;
+  onCreated: (created: T) => void;
+  form: (props: CreateFormProps<T>) => ReactNode;
+}) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <Button variant="primary" onClick={() => setOpen(true)}>
+        {label}
+      </Button>
+      <Modal title={title} open={open} onOpenChange={setOpen}>
+        {open && (
+          <Form
+            onCancel={() => setOpen(false)}
+            onCreated={(created) => {
+              setOpen(false);
+              onCreated(created);
+            }}
+          />
+        )}
+      </Modal>
+    </>
+  );
+}
+
 /**
  * A destructive action behind a confirmation that says exactly what will happen. The action's
  * error (the API's message) is shown in the dialog, which stays open so the member can read it.

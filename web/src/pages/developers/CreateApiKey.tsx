@@ -9,7 +9,7 @@ import {
   type Scope,
 } from '../../../../src/modules/credentials/scopes.schemas.ts';
 import { useApi } from '../../auth/SessionContext.tsx';
-import { dialogActionsClass, Modal } from '../../ui/admin.tsx';
+import { CreateDialog, dialogActionsClass, type CreateFormProps } from '../../ui/admin.tsx';
 import { Button, errorFor, ErrorMessage, Loading, Notice, SelectField, TextField } from '../../ui/controls.tsx';
 import { useConnections } from '../connections/connections-data.ts';
 import styles from './developers.module.css';
@@ -26,28 +26,10 @@ const SCOPES_OF: Record<Kind, { allowed: readonly Scope[]; defaults: readonly Sc
 
 /** "New API key": the form in a dialog; the created key (with its secret) goes to `onCreated`. */
 export function CreateApiKey({ onCreated }: { onCreated: (key: ApiKeyWithSecret) => void }) {
-  const [open, setOpen] = useState(false);
-  return (
-    <>
-      <Button variant="primary" onClick={() => setOpen(true)}>
-        New API key
-      </Button>
-      <Modal title="Create an API key" open={open} onOpenChange={setOpen}>
-        {open && (
-          <CreateApiKeyForm
-            onCancel={() => setOpen(false)}
-            onCreated={(key) => {
-              setOpen(false);
-              onCreated(key);
-            }}
-          />
-        )}
-      </Modal>
-    </>
-  );
+  return <CreateDialog label="New API key" title="Create an API key" onCreated={onCreated} form={CreateApiKeyForm} />;
 }
 
-function CreateApiKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreated: (key: ApiKeyWithSecret) => void }) {
+function CreateApiKeyForm({ onCancel, onCreated }: CreateFormProps<ApiKeyWithSecret>) {
   const api = useApi();
   const connections = useConnections();
   const [name, setName] = useState('');

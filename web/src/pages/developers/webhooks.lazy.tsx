@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { createLazyRoute, Link } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
-import { dialogActionsClass, Modal, PagedList, tableClass, useCursorList } from '../../ui/admin.tsx';
+import { CreateDialog, dialogActionsClass, PagedList, tableClass, useCursorList, type CreateFormProps } from '../../ui/admin.tsx';
 import { Button, errorFor, ErrorMessage, SelectField, TextField } from '../../ui/controls.tsx';
 import { useConnections } from '../connections/connections-data.ts';
 import { fullTime } from '../inbox/format.ts';
@@ -80,28 +80,10 @@ function WebhooksPage() {
 }
 
 function CreateEndpoint({ onCreated }: { onCreated: (endpoint: WebhookEndpointWithSecret) => void }) {
-  const [open, setOpen] = useState(false);
-  return (
-    <>
-      <Button variant="primary" onClick={() => setOpen(true)}>
-        New endpoint
-      </Button>
-      <Modal title="Add a webhook endpoint" open={open} onOpenChange={setOpen}>
-        {open && (
-          <CreateEndpointForm
-            onCancel={() => setOpen(false)}
-            onCreated={(endpoint) => {
-              setOpen(false);
-              onCreated(endpoint);
-            }}
-          />
-        )}
-      </Modal>
-    </>
-  );
+  return <CreateDialog label="New endpoint" title="Add a webhook endpoint" onCreated={onCreated} form={CreateEndpointForm} />;
 }
 
-function CreateEndpointForm({ onCancel, onCreated }: { onCancel: () => void; onCreated: (endpoint: WebhookEndpointWithSecret) => void }) {
+function CreateEndpointForm({ onCancel, onCreated }: CreateFormProps<WebhookEndpointWithSecret>) {
   const api = useApi();
   const connections = (useConnections().data ?? []).filter((connection) => connection.status !== 'disconnected');
   const [url, setUrl] = useState('');
