@@ -70,8 +70,8 @@ export function SelectField({ label, hint, error, inline, children, ...props }: 
 }
 
 /**
- * A list's filter on one field, beside its title: "Any" (the empty value) or one of `options`, each
- * shown as `optionLabel` says.
+ * A list's filter on one field: "Any" (the empty value) or one of `options`, each shown as
+ * `optionLabel` says; beside the list's title unless `inline` is false.
  */
 export function FilterSelect<T extends string>({
   label,
@@ -79,15 +79,17 @@ export function FilterSelect<T extends string>({
   options,
   optionLabel = (option) => option,
   onChange,
+  inline = true,
 }: {
   label: string;
   value: string;
   options: readonly T[];
   optionLabel?: (option: T) => string;
   onChange: (value: T | '') => void;
+  inline?: boolean;
 }) {
   return (
-    <SelectField inline label={label} value={value} onChange={(e) => onChange(e.target.value as T | '')}>
+    <SelectField inline={inline} label={label} value={value} onChange={(e) => onChange(e.target.value as T | '')}>
       <option value="">Any</option>
       {options.map((option) => (
         <option key={option} value={option}>

@@ -2,7 +2,7 @@ import { createLazyRoute } from '@tanstack/react-router';
 import { useState } from 'react';
 import { usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, PagedList, Section, useCursorList } from '../../ui/admin.tsx';
-import { Button, SelectField } from '../../ui/controls.tsx';
+import { Button, FilterSelect } from '../../ui/controls.tsx';
 import styles from '../templates/templates.module.css';
 import { notificationKeys } from './keys.ts';
 import { NOTIFICATION_STATUSES, NotificationTable } from './notification-parts.tsx';
@@ -40,14 +40,7 @@ function NotificationsPage() {
       <Section title="Sent and scheduled">
         <div className={styles.stack}>
           <div className={styles.filters}>
-            <SelectField label="Status" value={status} onChange={(event) => setStatus(event.target.value)}>
-              <option value="">Any status</option>
-              {NOTIFICATION_STATUSES.map((value) => (
-                <option key={value} value={value}>
-                  {value}
-                </option>
-              ))}
-            </SelectField>
+            <FilterSelect inline={false} label="Status" value={status} options={NOTIFICATION_STATUSES} onChange={setStatus} />
           </div>
           <PagedList list={list} empty={empty}>
             {(notifications) => <NotificationTable notifications={notifications} write={write} />}

@@ -2,7 +2,7 @@ import { createLazyRoute, Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
-import { Button, SelectField } from '../../ui/controls.tsx';
+import { Button, FilterSelect } from '../../ui/controls.tsx';
 import { dateTime } from '../inbox/compose/format.ts';
 import styles from '../templates/templates.module.css';
 import { scheduleKeys } from './keys.ts';
@@ -57,14 +57,7 @@ function SchedulesPage() {
       <Section title="All schedules">
         <div className={styles.stack}>
           <div className={styles.filters}>
-            <SelectField label="Status" value={status} onChange={(event) => setStatus(event.target.value)}>
-              <option value="">Any status</option>
-              {SCHEDULE_STATUSES.map((value) => (
-                <option key={value} value={value}>
-                  {value}
-                </option>
-              ))}
-            </SelectField>
+            <FilterSelect inline={false} label="Status" value={status} options={SCHEDULE_STATUSES} onChange={setStatus} />
           </div>
           <PagedList list={list} empty={empty}>
             {(schedules) => (

@@ -3,7 +3,7 @@ import { createLazyRoute, Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { useApi, usePermissions } from '../../auth/SessionContext.tsx';
 import { AdminPage, Badge, ConfirmButton, PagedList, Section, tableClass, useCursorList } from '../../ui/admin.tsx';
-import { Button, ErrorMessage, Loading, SelectField } from '../../ui/controls.tsx';
+import { Button, ErrorMessage, FilterSelect, Loading, SelectField } from '../../ui/controls.tsx';
 import { TEMPLATE_STATUSES } from '../../../../src/provider/provider.schemas.ts';
 import { useConnections } from '../connections/connections-data.ts';
 import { dateTime } from '../inbox/compose/format.ts';
@@ -78,14 +78,14 @@ function TemplatesPage() {
                 </option>
               ))}
             </SelectField>
-            <SelectField label="Status" value={status} onChange={(event) => setStatus(event.target.value)}>
-              <option value="">Any status</option>
-              {TEMPLATE_STATUSES.map((value) => (
-                <option key={value} value={value}>
-                  {value.replace(/_/g, ' ')}
-                </option>
-              ))}
-            </SelectField>
+            <FilterSelect
+              inline={false}
+              label="Status"
+              value={status}
+              options={TEMPLATE_STATUSES}
+              optionLabel={(value) => value.replace(/_/g, ' ')}
+              onChange={setStatus}
+            />
           </div>
           {creating && (
             <Section title="New template">
