@@ -8,6 +8,7 @@ import { fullTime } from '../inbox/format.ts';
 import { CreateApiKey } from './CreateApiKey.tsx';
 import { DevelopersPage } from './DevelopersPage.tsx';
 import styles from './developers.module.css';
+import { ScopeList } from './fields.tsx';
 import { developerKeys } from './queries.ts';
 import { RevealedSecret, type Revealed } from './RevealedSecret.tsx';
 import type { ApiKey, ApiKeyWithSecret } from './types.ts';
@@ -113,14 +114,7 @@ function KeyRow({ apiKey, onRotated }: { apiKey: ApiKey; onRotated: (revealed: R
         <Badge tone={apiKey.mode === 'live' ? 'good' : 'warn'}>{apiKey.mode}</Badge>
       </td>
       <td>
-        <details>
-          <summary>{apiKey.scopes.length} scopes</summary>
-          <ul className={styles.code}>
-            {apiKey.scopes.map((scope) => (
-              <li key={scope}>{scope}</li>
-            ))}
-          </ul>
-        </details>
+        <ScopeList scopes={apiKey.scopes} />
       </td>
       <td>{fullTime(apiKey.created_at)}</td>
       <td>

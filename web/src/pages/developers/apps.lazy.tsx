@@ -6,6 +6,7 @@ import { useMemberName } from '../inbox/compose/members.ts';
 import { fullTime } from '../inbox/format.ts';
 import { DevelopersPage } from './DevelopersPage.tsx';
 import styles from './developers.module.css';
+import { ScopeList } from './fields.tsx';
 import { developerKeys } from './queries.ts';
 import type { AuthorizedApp } from './types.ts';
 
@@ -76,14 +77,7 @@ function AppRow({ app }: { app: AuthorizedApp }) {
       <td>{who}</td>
       <td>{app.resource.endsWith('/mcp') ? 'The tool server (MCP)' : 'The REST API'}</td>
       <td>
-        <details>
-          <summary>{app.scopes.length} scopes</summary>
-          <ul className={styles.code}>
-            {app.scopes.map((scope) => (
-              <li key={scope}>{scope}</li>
-            ))}
-          </ul>
-        </details>
+        <ScopeList scopes={app.scopes} />
       </td>
       <td>{fullTime(app.created_at)}</td>
       <td>{fullTime(app.last_used_at)}</td>

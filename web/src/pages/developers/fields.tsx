@@ -40,3 +40,17 @@ export function ChoiceGroup({ legend, hint, children }: { legend: string; hint?:
     </fieldset>
   );
 }
+
+/** A credential's scopes, folded to their count until opened. */
+export function ScopeList({ scopes }: { scopes: readonly string[] }) {
+  return (
+    <details>
+      <summary>{scopes.length} scopes</summary>
+      <ul className={styles.code}>
+        {scopes.map((scope) => (
+          <li key={scope}>{scope}</li>
+        ))}
+      </ul>
+    </details>
+  );
+}

@@ -7,8 +7,9 @@ import { useApi } from '../../../auth/SessionContext.tsx';
 import { Button, Empty, ErrorMessage, Loading, TextField } from '../../../ui/controls.tsx';
 import styles from './compose.module.css';
 import { uploadMedia, useSend } from './sending.ts';
-import { bodyField, buttonField, missingField, previewOf, slotsOf, templateInput, type Slots, type Values } from './templates.ts';
+import { bodyField, buttonField, missingField, slotsOf, templateInput, type Slots, type Values } from './templates.ts';
 import type { Conversation, Template } from './types.ts';
+import { TemplatePreview } from '../../templates/TemplatePreview.tsx';
 
 /** The connection's approved templates (`queryKeys.templates(connectionId)` holds them all, every page followed). */
 function useApprovedTemplates(connectionId: string) {
@@ -133,8 +134,6 @@ function TemplateFields({
   const [showMissing, setShowMissing] = useState(false);
   const upload = useMutation({ mutationFn: (file: File) => uploadMedia(api, file), onSuccess: (media) => setHeaderMediaId(media.id) });
   const send = useSend(conversation);
-  const preview = previewOf(template, values);
-  const previewId = useId();
   const missing = missingField(slots, values, headerMediaId);
   const refusedField = send.error instanceof ApiError ? fieldOfParam(send.error.body.param, slots) : null;
   const fieldError = (field: string) =>
@@ -196,21 +195,7 @@ function TemplateFields({
           error={fieldError(buttonField(slot.index))}
         />
       ))}
-      <section className={styles.preview} aria-labelledby={previewId}>
-        <p id={previewId} className={styles.previewLabel}>
-          Preview
-        </p>
-        {preview.header && <p className={styles.previewHeader}>{preview.header}</p>}
-        <p className={styles.previewBody}>{preview.body}</p>
-        {preview.footer && <p className={styles.muted}>{preview.footer}</p>}
-        {preview.buttons.length > 0 && (
-          <ul className={styles.previewButtons}>
-            {preview.buttons.map((label, index) => (
-              <li key={index}>{label}</li>
-            ))}
-          </ul>
-        )}
-      </section>
+      <TemplatePreview template={template} values={values} sticky={false} />
       {!refusedField && <ErrorMessage error={send.error} />}
       <div className={styles.row}>
         <Button type="submit" variant="primary" disabled={send.isPending || upload.isPending || Boolean(slots.unsupported)}>
