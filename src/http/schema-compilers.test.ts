@@ -2,8 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Type } from 'typebox';
 import { startServer } from '../../test/harness.ts';
-import { assertError } from '../../test/factories.ts';
-import { createSchemaCompilers, nullableScalarsAsTypeLists } from './schema-compilers.ts';
+import { createRequire } from 'node:module';
+import { assertError, createConnection, createKey, inbound, newCustomer, settle, startServerWithOwner } from '../../test/factories.ts';
+import { ContactListSchema } from '../modules/contacts/contacts.schemas.ts';
+import { ConversationListSchema } from '../modules/conversations/conversations.schemas.ts';
+import { MessageListSchema } from '../modules/messages/messages.schemas.ts';
+import { createSchemaCompilers, nullablesAsTypeLists } from './schema-compilers.ts';
 import { Nullable, Timestamp } from './schemas.ts';
 import { createHttpServer } from './server.ts';
 
@@ -60,7 +64,7 @@ describe('route schemas compiled on first use', () => {
   });
 });
 
-describe('nullable scalars serialized as type lists', () => {
+describe('nullable values serialized as type lists', () => {
   const Row = Type.Object({
     at: Nullable(Timestamp),
     name: Nullable(Type.String()),
@@ -70,13 +74,16 @@ describe('nullable scalars serialized as type lists', () => {
     list: Type.Array(Nullable(Type.String())),
   });
 
-  it('turns anyOf [scalar, null] into a type list, and leaves a nullable object as it is', () => {
-    const rewritten = nullableScalarsAsTypeLists(Row) as { properties: Record<string, Record<string, unknown>> };
+  it('turns anyOf [X, null] into a type list, inside nullable objects too', () => {
+    const rewritten = nullablesAsTypeLists(Row) as { properties: Record<string, Record<string, unknown>> };
     assert.deepEqual(rewritten.properties.at!.type, ['string', 'null']);
     assert.equal(rewritten.properties.at!.format, 'date-time');
     assert.deepEqual(rewritten.properties.count!.type, ['integer', 'null']);
     assert.deepEqual(rewritten.properties.flag!.type, ['boolean', 'null']);
-    assert.ok(Array.isArray(rewritten.properties.nested!.anyOf), 'an object branch keeps its anyOf');
+    const nested = rewritten.properties.nested!;
+    assert.deepEqual(nested.type, ['object', 'null']);
+    assert.equal(nested.anyOf, undefined);
+    assert.deepEqual((nested.properties as Record<string, Record<string, unknown>>).at!.type, ['string', 'null']);
     assert.deepEqual((rewritten.properties.list!.items as Record<string, unknown>).type, ['string', 'null']);
   });
 
@@ -89,5 +96,55 @@ describe('nullable scalars serialized as type lists', () => {
     ]) {
       assert.equal(serialize(row), JSON.stringify(row));
     }
+  });
+});
+
+// fast-json-stringify as Fastify would build it from the untouched schema: the anyOf path.
+const referenceSerializer = (schema: unknown) =>
+  (createRequire(import.meta.resolve('fastify'))('fast-json-stringify') as (schema: unknown) => (data: unknown) => string)(schema);
+
+describe('answers written from type lists are the bytes the anyOf schemas write', () => {
+  it('conversations with their contact and last message, messages with context, referral and error, contacts', async (t) => {
+    const { server, owner } = await startServerWithOwner(t);
+    const connection = await createConnection(server, owner);
+    const { key } = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
+    const customer = newCustomer();
+    const first = await inbound(server, connection, {
+      from: customer,
+      text: 'From the ad',
+      referral: { source_url: 'https://example.com/ad', source_type: 'ad', source_id: '1234', headline: 'Spring sale' },
+    });
+    await inbound(server, connection, { from: customer, text: 'A reply', context: { message_id: first.provider_message_id } });
+    await server.request('POST', '/sandbox/control/behaviour', { body: { fail_next: { code: 131009, details: 'Parameter value is not valid' } } });
+    const sent = await server.request('POST', '/v1/messages', {
+      token: key,
+      headers: { 'idempotency-key': 'refused-1' },
+      body: { connection_id: connection.id, contact_id: first.contact_id, type: 'text', text: { body: 'Refused' } },
+    });
+    assert.equal(sent.status, 201, sent.text);
+    await settle(server);
+
+    for (const [path, schema] of [
+      ['/v1/conversations?expand=contact,last_message', ConversationListSchema],
+      ['/v1/messages', MessageListSchema],
+      ['/v1/contacts', ContactListSchema],
+    ] as const) {
+      const response = await server.request('GET', path, { token: key });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(referenceSerializer(schema)(JSON.parse(response.text)), response.text, path);
+    }
+    const messages = (await server.request('GET', '/v1/messages', { token: key })).body.data as { context: unknown; referral: unknown; error: unknown }[];
+    assert.ok(
+      messages.some((message) => message.context !== null),
+      'a message with a context',
+    );
+    assert.ok(
+      messages.some((message) => message.referral !== null),
+      'a message with a referral',
+    );
+    assert.ok(
+      messages.some((message) => message.error !== null),
+      'a message with an error',
+    );
   });
 });

@@ -25,33 +25,37 @@ type SerializerFactory = (externalSchemas: Record<string, unknown>, options: Rec
 // version Fastify would have used itself: only its timing changes here.
 const defaultSerializerFactory = createRequire(import.meta.resolve('fastify'))('@fastify/fast-json-stringify-compiler') as () => SerializerFactory;
 
-const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean']);
+// The branch types a `type` list can stand for: fast-json-stringify tells them apart with `typeof`,
+// `Array.isArray` and `=== null`, where an `anyOf` asks Ajv.
+const LISTABLE_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array']);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
- * A response schema with every `anyOf: [scalar, null]` (what `Nullable(...)` writes) turned into
- * the scalar with `type: [scalar, 'null']`, for the serializer only. fast-json-stringify serializes
- * an `anyOf` by validating the value against each branch with Ajv (a `date-time` format check on
- * every nullable timestamp of every row), which cost about five times the rest of such a field; a
- * type list it writes directly. The output is the same bytes; the schema Fastify validates with and
- * the OpenAPI document show are untouched.
+ * A response schema with every `anyOf: [X, null]` (what `Nullable(...)` writes) turned into X with
+ * `type: [X's type, 'null']`, for the serializer only. fast-json-stringify serializes an `anyOf` by
+ * validating the value against each branch with Ajv before writing it: a `date-time` format check
+ * on every nullable timestamp of every row, and for a nullable object (an expanded contact, a
+ * conversation's last message) a full validation of that object, every pattern and format in it,
+ * before it is written field by field anyway. A type list it tells apart with `=== null`. The output
+ * is the same bytes (tested on every list and object the API returns); the schema Fastify validates
+ * with and the OpenAPI document show are untouched.
  */
-export function nullableScalarsAsTypeLists(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(nullableScalarsAsTypeLists);
+export function nullablesAsTypeLists(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(nullablesAsTypeLists);
   if (!isPlainObject(schema)) return schema;
   const { anyOf } = schema;
   if (Array.isArray(anyOf) && anyOf.length === 2) {
     const nullIndex = anyOf.findIndex((branch) => isPlainObject(branch) && branch.type === 'null' && Object.keys(branch).length === 1);
-    const scalar: unknown = anyOf[1 - nullIndex];
-    if (nullIndex !== -1 && isPlainObject(scalar) && typeof scalar.type === 'string' && SCALAR_TYPES.has(scalar.type) && !('anyOf' in scalar)) {
+    const value: unknown = anyOf[1 - nullIndex];
+    if (nullIndex !== -1 && isPlainObject(value) && typeof value.type === 'string' && LISTABLE_TYPES.has(value.type) && !('anyOf' in value)) {
       const { anyOf: _branches, ...rest } = schema;
-      return { ...rest, ...scalar, type: [scalar.type, 'null'] };
+      return { ...(nullablesAsTypeLists(rest) as object), ...(nullablesAsTypeLists(value) as object), type: [value.type, 'null'] };
     }
   }
-  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, nullableScalarsAsTypeLists(value)]));
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, nullablesAsTypeLists(value)]));
 }
 
 export function createSchemaCompilers(): SchemaCompilers {
@@ -90,7 +94,7 @@ export function createSchemaCompilers(): SchemaCompilers {
       if (compiled) return compiled;
       buildSerializer ??= defaultSerializerFactory()({}, undefined);
       try {
-        compiled = buildSerializer({ ...route, schema: nullableScalarsAsTypeLists(route.schema) }) as Serializer;
+        compiled = buildSerializer({ ...route, schema: nullablesAsTypeLists(route.schema) }) as Serializer;
       } catch (error) {
         throw new Error(`${route.method} ${route.url} response ${route.httpStatus}: ${error instanceof Error ? error.message : String(error)}`, {
           cause: error,
