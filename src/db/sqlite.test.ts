@@ -26,54 +26,71 @@ function write(db: NodeSqliteDatabase, count: number): void {
   for (let index = 0; index < count; index++) insert.run([`${index}`.padEnd(3000, 'x')]);
 }
 
-describe('the node:sqlite adapter: WAL checkpoints', () => {
-  it('leaves checkpoints to its timer: the WAL grows past SQLite’s automatic 1,000 pages between rounds', (t) => {
+describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
+  it('leaves checkpoints to its thread: the WAL grows past SQLite’s automatic 1,000 pages between rounds', async (t) => {
     const file = tempFile(t);
-    // An interval long enough that the timer cannot run during the test: the rounds are called by hand.
+    // An interval long enough that the timer cannot run during the test: the rounds are asked for.
     const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 100_000 });
     t.after(() => db.close());
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 1500);
     assert.ok(walPages(file) > 1000, `the WAL holds ${walPages(file)} pages`);
-    const result = db.checkpoint();
+    const result = await db.checkpoint();
     assert.equal(result?.busy, 0);
     assert.equal(result?.checkpointed, result?.log, 'a passive round copies every page when nothing else holds the database');
   });
 
-  it('truncates the WAL once it passes the bound', (t) => {
+  it('truncates the WAL once it passes the bound', async (t) => {
     const file = tempFile(t);
     const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 200 });
     t.after(() => db.close());
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 30);
-    assert.ok(db.checkpoint()!.log > 0, 'under the bound, a passive round leaves the file as it is');
+    assert.ok((await db.checkpoint())!.log > 0, 'under the bound, a passive round leaves the file as it is');
     assert.ok(walPages(file) > 0);
     write(db, 300);
-    assert.equal(db.checkpoint()?.log, 0);
+    assert.equal((await db.checkpoint())?.log, 0);
     assert.equal(walPages(file), 0);
   });
 
-  it('skips a round that falls inside an open transaction, and checkpoints after it', (t) => {
+  it('checkpoints what is committed while the request connection holds a transaction open', async (t) => {
     const file = tempFile(t);
     const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 100_000 });
     t.after(() => db.close());
     db.prepare('create table filler (id integer primary key, body text)').run([]);
+    write(db, 20);
     db.prepare('begin immediate').run([]);
     write(db, 10);
-    assert.equal(db.checkpoint(), undefined);
+    const during = await db.checkpoint();
+    assert.equal(during?.busy, 0);
+    assert.ok(during.checkpointed > 0, 'the committed pages are copied during the transaction');
     db.prepare('commit').run([]);
-    assert.equal(db.checkpoint()?.busy, 0);
+    assert.equal((await db.checkpoint())?.busy, 0);
+    assert.equal((db.prepare('select count(*) as n from filler').all([])[0] as { n: number }).n, 30);
   });
 
-  it('stops its timer on close', (t) => {
+  it('stops its rounds on close', async (t) => {
     const db = new NodeSqliteDatabase(tempFile(t), { intervalMs: 3_600_000, boundPages: 100_000 });
     assert.equal(db.checkpointing, true);
     db.close();
     assert.equal(db.checkpointing, false);
-    assert.equal(db.checkpoint(), undefined);
+    assert.equal(await db.checkpoint(), undefined);
   });
 
-  it('keeps SQLite’s own checkpoints where there is no timer (an in-memory store)', () => {
+  it('serves several files from one thread, each with its own rounds', async (t) => {
+    const files = [tempFile(t), tempFile(t)];
+    const dbs = files.map((file) => new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 50 }));
+    t.after(() => dbs.forEach((db) => db.close()));
+    for (const db of dbs) db.prepare('create table filler (id integer primary key, body text)').run([]);
+    write(dbs[0]!, 100);
+    write(dbs[1]!, 10);
+    assert.equal((await dbs[0]!.checkpoint())?.log, 0, 'past its bound: truncated');
+    assert.ok((await dbs[1]!.checkpoint())!.log > 0, 'under its bound: left');
+    assert.equal(walPages(files[0]!), 0);
+    assert.ok(walPages(files[1]!) > 0);
+  });
+
+  it('keeps SQLite’s own checkpoints where there is no WAL (an in-memory store)', () => {
     const db = new NodeSqliteDatabase(':memory:');
     assert.equal(db.checkpointing, false);
     db.close();
