@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from '../../lib/crypto.ts';
 
 /**
  * The provider's error codes the sandbox can produce, with the HTTP status and title the provider
@@ -52,7 +52,7 @@ export const GRAPH_ERRORS: Readonly<Record<number, { status: number; title: stri
 
 /** The provider's trace ids are opaque base64url strings of about this length. */
 export function newTraceId(): string {
-  return randomBytes(17).toString('base64url');
+  return pooledRandomBytes(17).toString('base64url');
 }
 
 export function graphErrorTitle(code: number): string {

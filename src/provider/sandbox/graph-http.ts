@@ -1,4 +1,5 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
+import { pooledRandomBytes } from '../../lib/crypto.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Clock } from '../../lib/clock.ts';
 import { bodyTooLargeMessage, discardRefusedBody, isBodyTooLarge } from './body-size.ts';
@@ -189,7 +190,7 @@ export function installGraphConventions(app: FastifyInstance, deps: GraphDeps): 
     void reply.headers({
       'facebook-api-version': version ?? DEFAULT_VERSION,
       'x-fb-trace-id': newTraceId(),
-      'x-fb-request-id': randomBytes(12).toString('base64url'),
+      'x-fb-request-id': pooledRandomBytes(12).toString('base64url'),
       'x-fb-rev': String(randomInt(1_000_000_000, 2_000_000_000)),
       'cache-control': 'private, no-cache, no-store, must-revalidate',
       pragma: 'no-cache',

@@ -1,6 +1,6 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { DAY, type Clock } from '../../lib/clock.ts';
-import { randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { pooledRandomBytes, randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { newSeq, type SandboxStore } from './store/index.ts';
 import type { SandboxBehaviourRow, SandboxMessageRow, SandboxNumberRow } from './store/tables.ts';
 
@@ -567,5 +567,5 @@ export type SandboxState = ReturnType<typeof createSandboxState>;
 
 /** `wamid.` + base64, the provider's shape; the recipient is folded in as the provider does. */
 export function newWamid(waId: string): string {
-  return `wamid.${Buffer.concat([Buffer.from(`HBgL${waId}FQIAERgS`), randomBytes(18)]).toString('base64')}`;
+  return `wamid.${Buffer.concat([Buffer.from(`HBgL${waId}FQIAERgS`), pooledRandomBytes(18)]).toString('base64')}`;
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { monotonicFactory } from 'ulid';
+import { pooledRandomFraction } from '../../../lib/crypto.ts';
 import type { SandboxTables } from './tables.ts';
 
 export type { SandboxTables } from './tables.ts';
@@ -14,7 +15,7 @@ export interface SandboxStore {
   isUniqueViolation(error: unknown): boolean;
 }
 
-const nextUlid = monotonicFactory();
+const nextUlid = monotonicFactory(pooledRandomFraction);
 
 /** A `seq` value: creation order within a process, time order across processes. */
 export function newSeq(now: Date): string {
