@@ -125,7 +125,8 @@ export async function createApp(options: { config: Config; store: Store; clock: 
     await metricsServer?.close();
     await Promise.all([...modules.map((module) => module.close?.()), metrics?.close?.(), core.provider.close()]);
   });
-  await server.register(cookie);
+  // Parsed only where read (modules/auth/session-cookie.ts); setting one needs no parsing hook.
+  await server.register(cookie, { hook: false });
   const accessTable = registerAccessControl(server, services.credentials.authenticate, { v1Resource: `${config.publicBaseUrl}/v1` });
   registerStoredJsonSerializers(server);
   registerRequestMeter(server, services.usage);

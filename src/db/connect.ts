@@ -84,13 +84,22 @@ export function openStore(options: StoreOptions): Store {
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-  return storeOn(new SqliteDialect({ database: new NodeSqliteDatabase(file) }), sqliteDialect, options);
+  const database = new NodeSqliteDatabase(file);
+  return storeOn(new SqliteDialect({ database }), sqliteDialect, options, () => database.whenClosed());
 }
 
-function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions): Store {
+function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions, whenClosed?: () => Promise<void>): Store {
   const joining = new JoiningDialect(backend);
   const db = new Kysely<Database>({ dialect: joining, log: queryLogger(options) });
-  return { db, dialect, openRequestTransaction: () => joining.openRequestTransaction(), close: () => db.destroy() };
+  return {
+    db,
+    dialect,
+    openRequestTransaction: () => joining.openRequestTransaction(),
+    close: async () => {
+      await db.destroy();
+      await whenClosed?.();
+    },
+  };
 }
 
 /**

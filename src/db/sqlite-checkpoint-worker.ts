@@ -44,16 +44,17 @@ function handle(message: CheckpointerMessage): CheckpointerReply | undefined {
     }
     case 'round': {
       const entry = watched.get(message.id);
-      return { op: 'round', id: message.id, request: message.request, result: entry ? round(entry) : undefined };
+      return { request: message.request, result: entry ? round(entry) : undefined };
     }
     case 'close': {
       const entry = watched.get(message.id);
-      if (!entry) return undefined;
-      watched.delete(message.id);
-      clearInterval(entry.timer);
-      // The last connection to close checkpoints the WAL and removes it.
-      entry.db.close();
-      return undefined;
+      if (entry) {
+        watched.delete(message.id);
+        clearInterval(entry.timer);
+        // The last connection to close checkpoints the WAL and removes it.
+        entry.db.close();
+      }
+      return { request: message.request, result: undefined };
     }
   }
 }

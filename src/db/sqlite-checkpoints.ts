@@ -27,67 +27,92 @@ export interface CheckpointResult {
   checkpointed: number;
 }
 
+/** What the process asks of the thread: `id` names a file's connection, `request` the answer awaited. */
 export type CheckpointerMessage =
-  { op: 'open'; id: number; file: string; intervalMs: number; boundPages: number } | { op: 'round'; id: number; request: number } | { op: 'close'; id: number };
+  | { op: 'open'; id: number; file: string; intervalMs: number; boundPages: number }
+  | { op: 'round'; id: number; request: number }
+  | { op: 'close'; id: number; request: number };
 
-export type CheckpointerReply = { op: 'round'; id: number; request: number; result: CheckpointResult | undefined };
+export interface CheckpointerReply {
+  request: number;
+  result: CheckpointResult | undefined;
+}
 
 /** One file's checkpoints on the thread. */
 export interface Checkpoints {
   /** Runs a round now, besides the timer's; answers what SQLite reported, or undefined when it did not run. */
   runNow(): Promise<CheckpointResult | undefined>;
-  /** Stops the rounds and closes the thread's connection to the file. */
-  stop(): void;
+  /**
+   * Stops the rounds and closes the thread's connection to the file; resolves once it is closed
+   * (being the last, it removes the WAL: a caller deleting the directory must wait for that).
+   */
+  stop(): Promise<void>;
 }
 
 let thread: Worker | undefined;
 let nextId = 0;
 let nextRequest = 0;
 const waiting = new Map<number, (result: CheckpointResult | undefined) => void>();
+/** The files being checkpointed, so that a thread started again takes them all back. */
+const files = new Map<number, CheckpointerMessage & { op: 'open' }>();
+
+/** Posts a message the thread answers, holding the thread while the answer is awaited (an unref'd one would not be). */
+function ask(message: (request: number) => CheckpointerMessage): Promise<CheckpointResult | undefined> {
+  const request = nextRequest++;
+  const worker = checkpointThread();
+  return new Promise((resolve) => {
+    waiting.set(request, resolve);
+    worker.ref();
+    worker.postMessage(message(request));
+  });
+}
 
 function checkpointThread(): Worker {
   if (thread) return thread;
   const started = new Worker(new URL('./sqlite-checkpoint-worker.ts', import.meta.url));
-  // It must never keep the process alive: the files' owners close their connections on shutdown.
-  started.unref();
   started.on('message', (reply: CheckpointerReply) => {
     waiting.get(reply.request)?.(reply.result);
     waiting.delete(reply.request);
     if (waiting.size === 0) started.unref();
   });
-  // A thread that died takes its rounds with it: the WAL grows until the next file opened starts
-  // another. Rounds asked for meanwhile answer that they did not run.
-  started.on('error', () => undefined);
+  // A thread that failed is replaced on the next message, and the new one opens every file again:
+  // without rounds, a WAL would only grow.
+  started.on('error', (error: Error) => process.emitWarning(`the SQLite checkpoint thread failed and is started again: ${error.message}`));
   started.on('exit', () => {
     if (thread === started) thread = undefined;
     for (const resolve of waiting.values()) resolve(undefined);
     waiting.clear();
+    if (files.size > 0) for (const open of files.values()) checkpointThread().postMessage(open);
   });
+  // It must never keep the process alive: the files' owners close their connections on shutdown.
+  // After the listeners, which would hold it again.
+  started.unref();
   thread = started;
   return started;
+}
+
+/** Ends the thread as a crash would, for the test of its replacement; answers once it is gone. */
+export async function terminateCheckpointThread(): Promise<void> {
+  await thread?.terminate();
 }
 
 /** Starts the checkpoints of `file`, whose connection has turned SQLite's automatic ones off. */
 export function startCheckpoints(file: string, options: CheckpointOptions): Checkpoints {
   const id = nextId++;
-  const worker = checkpointThread();
-  worker.postMessage({ op: 'open', id, file, ...options } satisfies CheckpointerMessage);
-  let stopped = false;
+  const open = { op: 'open', id, file, ...options } satisfies CheckpointerMessage;
+  files.set(id, open);
+  checkpointThread().postMessage(open);
+  let stopped: Promise<void> | undefined;
   return {
     runNow() {
-      if (stopped) return Promise.resolve(undefined);
-      const request = nextRequest++;
-      return new Promise((resolve) => {
-        waiting.set(request, resolve);
-        // Held while someone awaits an answer, which an unref'd thread would not wait for.
-        worker.ref();
-        worker.postMessage({ op: 'round', id, request } satisfies CheckpointerMessage);
-      });
+      return stopped ? Promise.resolve(undefined) : ask((request) => ({ op: 'round', id, request }));
     },
     stop() {
-      if (stopped) return;
-      stopped = true;
-      worker.postMessage({ op: 'close', id } satisfies CheckpointerMessage);
+      if (!stopped) {
+        files.delete(id);
+        stopped = ask((request) => ({ op: 'close', id, request })).then(() => undefined);
+      }
+      return stopped;
     },
   };
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
+import { terminateCheckpointThread } from './sqlite-checkpoints.ts';
 import { NodeSqliteDatabase } from './sqlite.ts';
 
 function tempFile(t: TestContext): string {
@@ -20,6 +21,12 @@ function walPages(file: string): number {
   }
 }
 
+/** Closes, and waits for the checkpoint thread to let go of the file before the directory goes. */
+async function closed(db: NodeSqliteDatabase): Promise<void> {
+  db.close();
+  await db.whenClosed();
+}
+
 /** Writes `count` rows of about a page each, each in its own commit, as requests would. */
 function write(db: NodeSqliteDatabase, count: number): void {
   const insert = db.prepare('insert into filler (body) values (?)');
@@ -31,7 +38,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
     const file = tempFile(t);
     // An interval long enough that the timer cannot run during the test: the rounds are asked for.
     const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 100_000 });
-    t.after(() => db.close());
+    t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 1500);
     assert.ok(walPages(file) > 1000, `the WAL holds ${walPages(file)} pages`);
@@ -43,7 +50,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
   it('truncates the WAL once it passes the bound', async (t) => {
     const file = tempFile(t);
     const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 200 });
-    t.after(() => db.close());
+    t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 30);
     assert.ok((await db.checkpoint())!.log > 0, 'under the bound, a passive round leaves the file as it is');
@@ -56,7 +63,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
   it('checkpoints what is committed while the request connection holds a transaction open', async (t) => {
     const file = tempFile(t);
     const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 100_000 });
-    t.after(() => db.close());
+    t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 20);
     db.prepare('begin immediate').run([]);
@@ -72,7 +79,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
   it('stops its rounds on close', async (t) => {
     const db = new NodeSqliteDatabase(tempFile(t), { intervalMs: 3_600_000, boundPages: 100_000 });
     assert.equal(db.checkpointing, true);
-    db.close();
+    await closed(db);
     assert.equal(db.checkpointing, false);
     assert.equal(await db.checkpoint(), undefined);
   });
@@ -80,7 +87,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
   it('serves several files from one thread, each with its own rounds', async (t) => {
     const files = [tempFile(t), tempFile(t)];
     const dbs = files.map((file) => new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 50 }));
-    t.after(() => dbs.forEach((db) => db.close()));
+    t.after(() => Promise.all(dbs.map(closed)));
     for (const db of dbs) db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(dbs[0]!, 100);
     write(dbs[1]!, 10);
@@ -88,6 +95,17 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
     assert.ok((await dbs[1]!.checkpoint())!.log > 0, 'under its bound: left');
     assert.equal(walPages(files[0]!), 0);
     assert.ok(walPages(files[1]!) > 0);
+  });
+
+  it('a checkpoint thread that ends is replaced, and the new one checkpoints every open file', async (t) => {
+    const file = tempFile(t);
+    const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 50 });
+    t.after(() => closed(db));
+    db.prepare('create table filler (id integer primary key, body text)').run([]);
+    await terminateCheckpointThread();
+    write(db, 100);
+    assert.equal((await db.checkpoint())?.log, 0, 'the new thread knows the file and truncates its WAL');
+    assert.equal(walPages(file), 0);
   });
 
   it('keeps SQLite’s own checkpoints where there is no WAL (an in-memory store)', () => {

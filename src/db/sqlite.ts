@@ -47,6 +47,7 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, NodeSqliteStatement>();
   readonly #checkpoints: Checkpoints | undefined;
+  #closed: Promise<void> | undefined;
 
   constructor(file: string, checkpoints: CheckpointOptions = DEFAULT_CHECKPOINTS) {
     this.#db = new DatabaseSync(file);
@@ -62,6 +63,14 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   /** Whether the checkpoints run on their thread (they stop on close). */
   get checkpointing(): boolean {
     return this.#checkpoints !== undefined && this.#db.isOpen;
+  }
+
+  /**
+   * Resolves once the file is let go of everywhere after `close()`, the checkpoint thread's
+   * connection included. Kysely calls `close()` without waiting, so the store waits here.
+   */
+  async whenClosed(): Promise<void> {
+    await this.#closed;
   }
 
   /** A checkpoint round now, besides the timer's, for tests; undefined when none ran. */
@@ -91,7 +100,7 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   }
 
   close(): void {
-    this.#checkpoints?.stop();
+    this.#closed = this.#checkpoints?.stop();
     this.#statements.clear();
     this.#db.close();
   }

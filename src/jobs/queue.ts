@@ -1,5 +1,7 @@
 import { Value } from 'typebox/value';
+import { compileOnce } from '../db/compiled-query.ts';
 import type { Trx } from '../db/connect.ts';
+import type { JobsTable } from '../db/schema.ts';
 import { DAY, type Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import type { JobDefinition, JobPayload } from './job.ts';
@@ -25,6 +27,20 @@ export interface EnqueueOptions {
  * A week covers both with room to spare; failed jobs stay a month, as the trace of work given up on.
  */
 export const FINISHED_JOB_RETENTION = { succeeded: 7 * DAY, failed: 30 * DAY } as const;
+
+// Compiled once (db/compiled-query.ts): nearly every write request queues a job in its transaction.
+// A dedupe key already queued is left as it is, or, with `replace`, given the new time and payload.
+const insertJob = compileOnce((db, p: { row: JobsTable; replace: boolean }) =>
+  db
+    .insertInto('jobs')
+    .values(p.row)
+    .onConflict((conflict) => {
+      const target = conflict.column('dedupe_key');
+      return p.replace
+        ? target.doUpdateSet({ run_at: p.row.run_at, payload: p.row.payload, updated_at: p.row.updated_at }).where('jobs.status', '=', 'queued')
+        : target.doNothing();
+    }),
+);
 
 /**
  * Writing jobs. `enqueue` takes the caller's transaction, so a change and the work it causes are
@@ -55,16 +71,7 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
         created_at: now.toISOString(),
         updated_at: now.toISOString(),
       };
-      await trx
-        .insertInto('jobs')
-        .values(row)
-        .onConflict((conflict) => {
-          const target = conflict.column('dedupe_key');
-          return options.replace
-            ? target.doUpdateSet({ run_at: runAt, payload: row.payload, updated_at: row.updated_at }).where('jobs.status', '=', 'queued')
-            : target.doNothing();
-        })
-        .execute();
+      await insertJob.run(trx, { row, replace: options.replace === true });
       deps.onEnqueue?.();
       return id;
     },

@@ -3,7 +3,7 @@ import type { Access } from '../../http/access.ts';
 import type { HttpServer } from '../../http/server.ts';
 import { DashboardTokenSchema, LoginBody, LogoutResponse, SignupBody } from './auth.schemas.ts';
 import type { AuthService, IssuedSession } from './auth.service.ts';
-import { REFRESH_COOKIE, setRefreshCookie } from './session-cookie.ts';
+import { REFRESH_COOKIE, refreshCookieOf, setRefreshCookie } from './session-cookie.ts';
 
 const access: Access = { public: true, reason: 'Creates or renews a credential; limited per source address.' };
 
@@ -39,7 +39,7 @@ export function registerAuthRoutes(app: HttpServer, service: AuthService, option
     config: { access },
     schema: { tags: ['Auth'], summary: 'Renew the dashboard token with the refresh cookie', response: { 200: DashboardTokenSchema } },
     handler: async (request, reply) => {
-      const session = await service.refresh(request.cookies[REFRESH_COOKIE]);
+      const session = await service.refresh(refreshCookieOf(request));
       setCookie(reply, session);
       return session.body;
     },
@@ -50,7 +50,7 @@ export function registerAuthRoutes(app: HttpServer, service: AuthService, option
     schema: { tags: ['Auth'], summary: 'End the dashboard session', response: { 200: LogoutResponse } },
     handler: async (request, reply) => {
       const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
-      const sessionId = await service.logout({ refreshToken: request.cookies[REFRESH_COOKIE], accessToken: bearer }, request.id);
+      const sessionId = await service.logout({ refreshToken: refreshCookieOf(request), accessToken: bearer }, request.id);
       reply.clearCookie(REFRESH_COOKIE, { path: '/auth' });
       return { object: 'session' as const, revoked: sessionId !== null, session_id: sessionId };
     },
