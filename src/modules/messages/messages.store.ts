@@ -38,17 +38,27 @@ const listPage = compiledPaging(
   },
   { id: 'messages.id', createdAt: 'messages.created_at' },
 );
+// Driven by the conversations: per conversation its key, the newest message id from the index
+// (conversation_id, id), then that message by key. Driven by the messages instead
+// (`conversation_id in (...) and id = (select max(id) ...)`), the query visited every message of
+// each conversation: 15 ms for a page of conversations a thousand messages long, against 50 µs.
 const lastOf = compileOnce((db, p: { conversationIds: readonly string[] }) =>
   db
-    .selectFrom('messages as m')
+    .selectFrom('conversations as c')
+    .innerJoin('messages as m', (join) =>
+      join.on((eb) =>
+        eb(
+          'm.id',
+          '=',
+          eb
+            .selectFrom('messages as n')
+            .select((inner) => inner.fn.max('n.id').as('id'))
+            .whereRef('n.conversation_id', '=', 'c.id'),
+        ),
+      ),
+    )
     .selectAll('m')
-    .where('m.conversation_id', 'in', p.conversationIds)
-    .where('m.id', '=', (eb) =>
-      eb
-        .selectFrom('messages as n')
-        .select((inner) => inner.fn.max('n.id').as('id'))
-        .whereRef('n.conversation_id', '=', 'm.conversation_id'),
-    ),
+    .where('c.id', 'in', p.conversationIds),
 );
 const byProviderId = compileOnce((db, p: { connectionId: string; providerMessageId: string }) =>
   db.selectFrom('messages').selectAll().where('connection_id', '=', p.connectionId).where('provider_message_id', '=', p.providerMessageId),
@@ -80,7 +90,7 @@ export function createMessagesStore() {
       const { conversationId, contactId, connectionId, direction, status } = filters;
       return listPage(db, { scope: scopeParams(scope), conversationId, contactId, connectionId, direction, status }, page);
     },
-    /** The newest message of each conversation, in one query (an index range per conversation). */
+    /** The newest message of each conversation, in one query (one index probe per conversation). */
     lastOfConversations(db: Db, conversationIds: readonly string[]): Promise<MessagesTable[]> {
       if (conversationIds.length === 0) return Promise.resolve([]);
       return lastOf.all(db, { conversationIds });
