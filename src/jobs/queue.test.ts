@@ -7,7 +7,7 @@ import { queueBed } from '../../test/queue-bed.ts';
 import { waitFor } from '../../test/wait.ts';
 import { JobError, defineJob, retrySchedule, type JobDefinition } from './job.ts';
 import { createQueue } from './queue.ts';
-import { createWorker, type WorkerLog } from './worker.ts';
+import { createWorker, type SettleBatchWrite, type WorkerLog } from './worker.ts';
 
 const silent = { error: () => undefined, warn: () => undefined };
 const Tick = defineJob({
@@ -230,6 +230,43 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.equal(failed.status, 'queued');
       assert.equal(failed.last_error, 'the record could not be written');
       assert.equal(failed.run_at, new Date(clock.now().getTime() + 5 * SECOND).toISOString());
+      for (const id of ids.filter((_, n) => n !== 3)) assert.equal((await statusOf(id)).status, 'succeeded');
+    });
+
+    it('a batch write runs once per settle transaction with the items of all its attempts; one that fails is retried job by job', async () => {
+      const { queue, worker, db } = setup({ concurrency: 10 });
+      const runs: number[][] = [];
+      const followUps: SettleBatchWrite<number> = {
+        async run(trx, items) {
+          runs.push([...items]);
+          if (items.includes(3)) throw new Error('the record could not be written');
+          for (const n of items) await queue.enqueue(trx, Newer, { n });
+        },
+      };
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      worker.register(Tick, async ({ n }, context) => {
+        await gate;
+        context.inSettleBatch(followUps, n);
+      });
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 10 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      const drained = worker.drain();
+      await waitFor(async () => (await statusOf(ids[9]!)).status === 'running', { message: 'the worker to claim every job' });
+      open();
+      assert.equal(await drained, 10);
+      assert.ok(
+        runs.some((items) => items.length > 1),
+        `attempts settled together share one run: ${JSON.stringify(runs)}`,
+      );
+      assert.ok(
+        runs.some((items) => items.length === 1 && items[0] === 3),
+        'the failing item is retried alone',
+      );
+      const written = await db.selectFrom('jobs').select('payload').where('name', '=', Newer.name).execute();
+      assert.deepEqual(written.map((row) => (JSON.parse(row.payload) as { n: number }).n).sort(), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
+      const failed = await statusOf(ids[3]!);
+      assert.equal(failed.status, 'queued');
+      assert.equal(failed.last_error, 'the record could not be written');
       for (const id of ids.filter((_, n) => n !== 3)) assert.equal((await statusOf(id)).status, 'succeeded');
     });
 

@@ -29,10 +29,25 @@ export interface JobContext {
    * (shutdown) and when its time ran out first.
    */
   inSettle(write: SettleWrite): void;
+  /**
+   * As `inSettle`, for a write that attempts make alike: `item` joins those the other attempts of the
+   * same settle transaction gave the same `write`, which runs once with them all (one multi-row
+   * insert, one counter moved by their sum) instead of once per attempt.
+   */
+  inSettleBatch<T>(write: SettleBatchWrite<T>, item: T): void;
 }
 
 /** A write that belongs to an attempt's outcome; it may run twice (a batch that failed is retried job by job). */
 export type SettleWrite = (trx: Trx) => Promise<void>;
+
+/**
+ * A write shared by the attempts of a settle transaction, told apart by identity: made once (at a
+ * service's creation), never per attempt. It may run again with fewer items (a batch that failed is
+ * retried job by job).
+ */
+export interface SettleBatchWrite<T> {
+  run(trx: Trx, items: readonly T[]): Promise<void>;
+}
 
 export type JobHandler<D extends JobDefinition> = (payload: JobPayload<D>, context: JobContext) => Promise<void>;
 
@@ -89,7 +104,13 @@ interface Settlement {
   definition: JobDefinition;
   outcome: Outcome;
   writes: SettleWrite[];
+  batched: BatchedItem[];
   done: { resolve: () => void; reject: (error: unknown) => void };
+}
+
+interface BatchedItem {
+  write: SettleBatchWrite<unknown>;
+  item: unknown;
 }
 
 interface Registered {
@@ -252,9 +273,10 @@ export function createWorker(options: WorkerOptions) {
       entry.done.resolve();
       return;
     } catch (error) {
-      if (entry.writes.length === 0) return entry.done.reject(error);
+      if (entry.writes.length === 0 && entry.batched.length === 0) return entry.done.reject(error);
       // The attempt's own write is what failed: record that failure, without the write.
       entry.writes = [];
+      entry.batched = [];
       entry.outcome = failure(entry.job, entry.definition, error);
     }
     try {
@@ -273,6 +295,15 @@ export function createWorker(options: WorkerOptions) {
    */
   async function settleBatchIn(trx: Trx, batch: Settlement[]): Promise<void> {
     for (const entry of batch) for (const write of entry.writes) await write(trx);
+    const batchedWrites = new Map<SettleBatchWrite<unknown>, unknown[]>();
+    for (const entry of batch) {
+      for (const { write, item } of entry.batched) {
+        const items = batchedWrites.get(write);
+        if (items) items.push(item);
+        else batchedWrites.set(write, [item]);
+      }
+    }
+    for (const [write, items] of batchedWrites) await write.run(trx, items);
     const updatedAt = clock.now().toISOString();
     const released = { locked_by: null, locked_until: null, updated_at: updatedAt };
     const succeeded = new Map<number, string[]>();
@@ -315,6 +346,7 @@ export function createWorker(options: WorkerOptions) {
     const timeoutMs = definition.timeoutMs;
     const timer = setTimeout(() => abort.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
     const writes: SettleWrite[] = [];
+    const batched: BatchedItem[] = [];
     // Closed once the outcome is decided: a handler still running after its time-out adds nothing.
     let open = true;
     let outcome: Outcome;
@@ -327,6 +359,7 @@ export function createWorker(options: WorkerOptions) {
         signal: abort.signal,
         previousAttemptLost: job.last_error === LOST_ATTEMPT_ERROR,
         inSettle: (write) => void (open && writes.push(write)),
+        inSettleBatch: (write, item) => void (open && batched.push({ write: write as SettleBatchWrite<unknown>, item })),
       };
       await Promise.race([
         registered.handler(payload, context),
@@ -338,14 +371,17 @@ export function createWorker(options: WorkerOptions) {
     } catch (error) {
       // Aborted by `stop`: the job goes back to the queue uncounted there, not as a failed attempt.
       if (stopping && abort.signal.aborted) return;
-      if (abort.signal.aborted) writes.length = 0;
+      if (abort.signal.aborted) {
+        writes.length = 0;
+        batched.length = 0;
+      }
       outcome = failure(job, definition, error);
     } finally {
       open = false;
       clearTimeout(timer);
     }
     handlerDone();
-    await settle({ job, definition, outcome, writes });
+    await settle({ job, definition, outcome, writes, batched });
   }
 
   function start(job: JobsTable): Promise<void> {

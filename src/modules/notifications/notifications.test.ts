@@ -279,6 +279,7 @@ describe('notifications', () => {
         signal,
         previousAttemptLost: false,
         inSettle: () => undefined,
+        inSettleBatch: () => undefined,
       });
       const after = await get(created.body.id);
       assert.equal(after.status, 'canceled');

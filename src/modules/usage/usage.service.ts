@@ -327,6 +327,21 @@ export function createUsageService(deps: UsageServiceDeps) {
   return {
     count,
 
+    /**
+     * Facts counted together: those of one organization, number, automation and meter add up to one
+     * fact, so a batch of deliveries moves each counter once (and crosses a threshold once) rather
+     * than once per delivery. What it warns about is what counting them one by one would warn about.
+     */
+    async countAll(trx: Trx, facts: readonly UsageFact[]): Promise<void> {
+      const summed = new Map<string, UsageFact>();
+      for (const fact of facts) {
+        const key = `${fact.organizationId} ${fact.connectionId ?? ''} ${fact.automationId ?? ''} ${fact.meter}`;
+        const seen = summed.get(key);
+        summed.set(key, seen ? { ...seen, quantity: seen.quantity + fact.quantity } : fact);
+      }
+      for (const fact of summed.values()) await count(trx, fact);
+    },
+
     /** Subscriber: the facts the event stream carries. */
     async onEvent(trx: Trx, event: EventEnvelope): Promise<void> {
       const object = event.data.object as { connection_id?: string | null; automation_id?: string; imported?: boolean; mode?: string };

@@ -6,7 +6,7 @@ import type { EventEnvelope } from '../../events/envelope.ts';
 import { signatureHeader } from '../../events/webhook-signature.ts';
 import { webhookDelivery } from '../../jobs/catalog.ts';
 import { JobError } from '../../jobs/job.ts';
-import type { JobContext } from '../../jobs/worker.ts';
+import type { JobContext, SettleBatchWrite } from '../../jobs/worker.ts';
 import { purgeInBatches, type PurgeOptions, type PurgeResult } from '../../jobs/purge.ts';
 import { DAY, SECOND, type Clock } from '../../lib/clock.ts';
 import { randomToken, type SecretBox } from '../../lib/crypto.ts';
@@ -15,7 +15,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { ConnectionsService } from '../connections/index.ts';
-import type { UsageService } from '../usage/index.ts';
+import type { UsageFact, UsageService } from '../usage/index.ts';
 import type { MailService } from '../mail/index.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
 import {
@@ -120,7 +120,7 @@ export interface WebhookEndpointsServiceDeps {
   /** Tells the owners when an endpoint is disabled. */
   mail: Pick<MailService, 'notifyOwners'>;
   /** Counts each event delivered to an endpoint (`webhook_deliveries`). */
-  usage: Pick<UsageService, 'count'>;
+  usage: Pick<UsageService, 'countAll'>;
 }
 
 export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps) {
@@ -193,6 +193,11 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
 
   /** Called after a change to the endpoint commits, so no delivery here uses what it was before. */
   const forget = (id: string) => void targets.delete(id);
+
+  // The delivery job's writes in its settle transaction, shared by the attempts settled together:
+  // their rows in one insert, their usage summed.
+  const recordAttempts: SettleBatchWrite<WebhookDeliveriesTable> = { run: (trx, rows) => store.insertDeliveries(trx, rows) };
+  const countDeliveries: SettleBatchWrite<UsageFact> = { run: (trx, facts) => usage.countAll(trx, facts) };
   // After the commit, not before: a delivery reading the endpoint meanwhile would cache the old row.
   const forgetAfter = async <T>(id: string, change: Promise<T>): Promise<T> => {
     try {
@@ -482,7 +487,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
      */
     async deliver(
       payload: { event_id: string; endpoint_id: string },
-      context: Pick<JobContext, 'attempt' | 'maxAttempts' | 'previousAttemptLost' | 'inSettle'>,
+      context: Pick<JobContext, 'attempt' | 'maxAttempts' | 'previousAttemptLost' | 'inSettle' | 'inSettleBatch'>,
     ): Promise<void> {
       const endpoint = await targetFor(payload.endpoint_id);
       // Deleted since the event was emitted: nothing to send, and its history went with it.
@@ -511,20 +516,23 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
           created_at: at,
           completed_at: at,
         };
-        context.inSettle((trx) => store.insertDelivery(trx, lost));
+        context.inSettleBatch(recordAttempts, lost);
       }
       // Disabled since the event was emitted: nothing to send, nothing to retry.
       if (endpoint.status !== 'enabled') return;
       const retryAt = context.attempt < context.maxAttempts ? new Date(clock.now().getTime() + webhookDelivery.retry.delayMs(context.attempt)) : null;
       const target = { id: endpoint.id, organizationId: endpoint.organizationId, url: endpoint.url, secrets: targetSecrets(endpoint) };
       const { row, ok, result } = await attempt(target, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
-      context.inSettle((trx) => store.insertDelivery(trx, row));
+      context.inSettleBatch(recordAttempts, row);
       if (ok) {
-        // Billed once delivered, in the settle transaction (batched across jobs): the event's own
+        // Billed once delivered, in the settle transaction (summed across its jobs): the event's own
         // transaction, on the request's path, takes no lock on the organization's counters for it.
-        context.inSettle((trx) =>
-          usage.count(trx, { organizationId: endpoint.organizationId, connectionId: event.event.connection_id, meter: 'webhook_deliveries', quantity: 1 }),
-        );
+        context.inSettleBatch(countDeliveries, {
+          organizationId: endpoint.organizationId,
+          connectionId: event.event.connection_id,
+          meter: 'webhook_deliveries',
+          quantity: 1,
+        });
         if (endpoint.failing) {
           context.inSettle(async (trx) => {
             await store.recordSuccess(trx, endpoint.id);

@@ -4,6 +4,10 @@ import type { Db } from '../../db/connect.ts';
 import { paginate, type PageRequest } from '../../db/pagination.ts';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.ts';
 
+// Compiled once per number of rows (db/compiled-query.ts): a worker's settle transaction writes the
+// attempts of its whole batch in one insert.
+const insertDeliveries = compileOnce((db, p: { rows: readonly WebhookDeliveriesTable[] }) => db.insertInto('webhook_deliveries').values(p.rows));
+
 export interface EndpointScope {
   organizationId: string;
   /** A connection key sees only the endpoints of its connection. */
@@ -78,6 +82,9 @@ export function createWebhookEndpointsStore() {
 
     async insertDelivery(db: Db, row: WebhookDeliveriesTable): Promise<void> {
       await db.insertInto('webhook_deliveries').values(row).execute();
+    },
+    async insertDeliveries(db: Db, rows: readonly WebhookDeliveriesTable[]): Promise<void> {
+      if (rows.length > 0) await insertDeliveries.run(db, { rows });
     },
     async updateDelivery(db: Db, id: string, changes: Partial<WebhookDeliveriesTable>): Promise<void> {
       await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).execute();
