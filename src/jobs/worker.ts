@@ -359,7 +359,7 @@ export function createWorker(options: WorkerOptions) {
         signal: abort.signal,
         previousAttemptLost: job.last_error === LOST_ATTEMPT_ERROR,
         inSettle: (write) => void (open && writes.push(write)),
-        inSettleBatch: (write, item) => void (open && batched.push({ write: write as SettleBatchWrite<unknown>, item })),
+        inSettleBatch: (write, item) => void (open && batched.push({ write, item })),
       };
       await Promise.race([
         registered.handler(payload, context),
