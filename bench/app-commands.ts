@@ -14,7 +14,8 @@ import type { AuditEventsTable, ContactsTable, ConversationsTable, MessagesTable
 import { webhookDelivery } from '../src/jobs/catalog.ts';
 import { createWorker, type Worker } from '../src/jobs/worker.ts';
 import { systemClock } from '../src/lib/clock.ts';
-import { newId } from '../src/lib/ids.ts';
+import { ID_PREFIXES, newId } from '../src/lib/ids.ts';
+import { ulid } from 'ulid';
 import type { ChildCommands } from './lib.ts';
 
 export interface SeedAuditEventsArgs {
@@ -222,6 +223,13 @@ export interface SeedConversationsArgs {
 export interface SeedConversationsResult {
   conversations: number;
   ms: number;
+}
+
+export interface SeedHistoryArgs {
+  organizationId: string;
+  /** The newest conversations (the first page) get the history. */
+  conversations: number;
+  messagesEach: number;
 }
 
 export interface CountQueriesArgs {
@@ -613,6 +621,59 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       }
       await sql`analyze`.execute(db);
       return { conversations: args.count, ms: performance.now() - started };
+    },
+
+    /**
+     * Gives the newest conversations a long history: `messagesEach` older messages each (earlier
+     * ids than their last message, so the last message stays the one seeded first).
+     */
+    async seedHistory(args: SeedHistoryArgs): Promise<SeedConversationsResult> {
+      const started = performance.now();
+      const threads = await db
+        .selectFrom('conversations')
+        .select(['id', 'connection_id', 'contact_id'])
+        .where('organization_id', '=', args.organizationId)
+        .orderBy('id', 'desc')
+        .limit(args.conversations)
+        .execute();
+      const past = Date.now() - 30 * 24 * 3600 * 1000;
+      for (const [index, thread] of threads.entries()) {
+        const rows: MessagesTable[] = Array.from({ length: args.messagesEach }, (_, n) => {
+          const at = new Date(past + n * 1000).toISOString();
+          return {
+            // Not `newId`: its ids are monotonic, so they would all come after the seeded last message.
+            id: `${ID_PREFIXES.message}_${ulid(past + n * 1000)}`,
+            organization_id: args.organizationId,
+            connection_id: thread.connection_id,
+            conversation_id: thread.id,
+            contact_id: thread.contact_id,
+            direction: n % 2 === 0 ? 'inbound' : 'outbound',
+            type: 'text',
+            content: JSON.stringify({ body: { body: `Earlier message ${n} of thread ${index}.` }, referral: null }),
+            context: null,
+            status: n % 2 === 0 ? 'received' : 'read',
+            provider_message_id: `wamid.history${index}x${n}`,
+            imported: 0,
+            error: null,
+            metadata: '{}',
+            sent_at: at,
+            send_request: null,
+            echo: 0,
+            created_at: at,
+            updated_at: at,
+          };
+        });
+        await db.transaction().execute(async (trx) => {
+          for (let offset = 0; offset < rows.length; offset += THREADS_PER_STATEMENT) {
+            await trx
+              .insertInto('messages')
+              .values(rows.slice(offset, offset + THREADS_PER_STATEMENT))
+              .execute();
+          }
+        });
+      }
+      await sql`analyze`.execute(db);
+      return { conversations: threads.length, ms: performance.now() - started };
     },
 
     /**
