@@ -106,17 +106,63 @@ export class RequestTransaction implements ScopedTransaction {
   }
 }
 
-/** Serialises the users of a backend that has one connection (SQLite): what Kysely does above the driver otherwise. */
-class Mutex {
-  #tail: Promise<void> = Promise.resolve();
+type Holder = 'request' | 'other';
 
-  lock(): Promise<() => void> {
-    let release!: () => void;
-    const next = new Promise<void>((resolve) => (release = resolve));
-    const acquired = this.#tail.then(() => release);
-    this.#tail = this.#tail.then(() => next);
-    return acquired;
+/**
+ * Serialises the users of a backend that has one connection (SQLite): what Kysely does above the
+ * driver otherwise. First come, first served; it tells what the next in line is, so that a request
+ * transaction can leave the connection to the next request mid-transaction (group commit, below).
+ */
+class Mutex {
+  #held = false;
+  readonly #queue: { holder: Holder; grant: () => void }[] = [];
+
+  lock(holder: Holder): Promise<() => void> {
+    const release = () => this.#release();
+    if (!this.#held) {
+      this.#held = true;
+      return Promise.resolve(release);
+    }
+    return new Promise((resolve) => this.#queue.push({ holder, grant: () => resolve(release) }));
   }
+
+  /** Who waits first for the lock, if anyone. */
+  next(): Holder | undefined {
+    return this.#queue[0]?.holder;
+  }
+
+  #release(): void {
+    const next = this.#queue.shift();
+    if (next) next.grant();
+    else this.#held = false;
+  }
+}
+
+/**
+ * Group commit, on a backend with one connection. Write requests there run one after the other,
+ * each holding the connection from its first query to its commit, and each commit writes the pages
+ * the request changed to the WAL (60–110 µs a commit, measured under the send and inbound benches,
+ * the largest single cost of a write request). So a request transaction that ends while another
+ * request is already waiting for the connection does not commit: it releases its savepoint (every
+ * request runs in one, `MEMBER_SAVEPOINT`) and hands the open transaction to the next request, and
+ * its own `commit()` resolves when the group's commit does. The request that ends with no request
+ * waiting (or the group's `MAX_GROUP`th) commits them all at once.
+ *
+ * What a request sees of the others is unchanged: they ran before it, on the same connection, and a
+ * reader outside the group (a worker, another process) waits for the group's commit as it waited for
+ * each request's. A request that fails rolls back to its savepoint alone. A commit that fails fails
+ * every request of the group, and nothing of any of them is kept: each answers that its commit
+ * failed, and a retry with its Idempotency-Key does the work once. A process that dies with a group
+ * open loses the whole group uncommitted, none of whose answers had been sent.
+ */
+const MAX_GROUP = 16;
+const MEMBER_SAVEPOINT = 'request_member';
+
+interface Group {
+  connection: DatabaseConnection;
+  size: number;
+  /** The members that ended and wait for the group's commit. */
+  waiting: { resolve: () => void; reject: (error: unknown) => void }[];
 }
 
 /**
@@ -130,6 +176,7 @@ class JoiningDriver implements Driver {
   readonly #mutex: Mutex | undefined;
   readonly #releases = new Map<DatabaseConnection, () => void>();
   readonly #lent = new WeakMap<DatabaseConnection, RequestTransaction>();
+  #group: Group | undefined;
   #ready: Promise<void> | undefined;
 
   constructor(inner: Driver, singleConnection: boolean) {
@@ -147,29 +194,126 @@ class JoiningDriver implements Driver {
 
   async open(): Promise<RequestTransaction> {
     await this.init();
-    const connection = await this.#acquireOwn();
+    if (this.#mutex) return this.#joinGroup(this.#mutex);
+    const connection = await this.#acquireOwn('request');
     try {
       await this.#inner.beginTransaction(connection, {});
     } catch (error) {
       await this.#releaseOwn(connection);
       throw error;
     }
-    const transaction = new RequestTransaction(this, connection);
-    this.#lent.set(connection, transaction);
-    return transaction;
+    return this.#lend(connection);
   }
 
   async commit(transaction: RequestTransaction): Promise<void> {
+    if (this.#mutex) return this.#endMember(transaction, 'commit');
     await this.#inner.commitTransaction(transaction.connection);
     await this.#return(transaction);
   }
 
   async rollback(transaction: RequestTransaction): Promise<void> {
+    if (this.#mutex) return this.#endMember(transaction, 'rollback');
     try {
       await this.#inner.rollbackTransaction(transaction.connection);
     } finally {
       await this.#return(transaction);
     }
+  }
+
+  #lend(connection: DatabaseConnection): RequestTransaction {
+    const transaction = new RequestTransaction(this, connection);
+    this.#lent.set(connection, transaction);
+    return transaction;
+  }
+
+  /** Takes the connection in turn, and joins the open group or begins one; either way within a savepoint of its own. */
+  async #joinGroup(mutex: Mutex): Promise<RequestTransaction> {
+    const release = await mutex.lock('request');
+    let group = this.#group;
+    if (!group) {
+      let connection: DatabaseConnection;
+      try {
+        connection = await this.#inner.acquireConnection();
+      } catch (error) {
+        release();
+        throw error;
+      }
+      try {
+        await this.#inner.beginTransaction(connection, {});
+      } catch (error) {
+        await this.#inner.releaseConnection(connection).finally(release);
+        throw error;
+      }
+      group = this.#group = { connection, size: 0, waiting: [] };
+    }
+    this.#releases.set(group.connection, release);
+    group.size++;
+    try {
+      await group.connection.executeQuery(CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`));
+    } catch (error) {
+      // The connection failed under the group: it cannot commit, so none of it may.
+      await this.#closeGroup(error);
+      throw error;
+    }
+    return this.#lend(group.connection);
+  }
+
+  /**
+   * A member's end: its savepoint released (or rolled back), then the group handed to the next request
+   * in line, or committed. A member that commits answers once the group has committed.
+   */
+  async #endMember(transaction: RequestTransaction, outcome: 'commit' | 'rollback'): Promise<void> {
+    const group = this.#group;
+    // Already ended: a member whose group failed is rolled back by its RequestTransaction afterwards.
+    if (!group || this.#lent.get(group.connection) !== transaction) return;
+    this.#lent.delete(group.connection);
+    try {
+      if (outcome === 'rollback') await group.connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${MEMBER_SAVEPOINT}`));
+      await group.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
+    } catch (error) {
+      await this.#closeGroup(error);
+      if (outcome === 'commit') throw error;
+      return;
+    }
+    const committed = outcome === 'commit' ? new Promise<void>((resolve, reject) => group.waiting.push({ resolve, reject })) : undefined;
+    if (this.#mutex!.next() === 'request' && group.size < MAX_GROUP) {
+      // The next request takes the connection as it is, mid-transaction.
+      this.#takeRelease(group.connection)();
+    } else {
+      await this.#closeGroup();
+    }
+    await committed;
+  }
+
+  /** Commits the group (or, given the error that broke it, rolls it back), answers its members and lets the connection go. */
+  async #closeGroup(broken?: unknown): Promise<void> {
+    const group = this.#group!;
+    this.#group = undefined;
+    this.#lent.delete(group.connection);
+    let failure = broken;
+    if (failure === undefined) {
+      try {
+        await this.#inner.commitTransaction(group.connection);
+      } catch (error) {
+        failure = error;
+      }
+    }
+    if (failure !== undefined) await this.#inner.rollbackTransaction(group.connection).catch(() => undefined);
+    try {
+      await this.#inner.releaseConnection(group.connection);
+    } finally {
+      this.#takeRelease(group.connection)();
+    }
+    for (const member of group.waiting) {
+      if (failure === undefined) member.resolve();
+      else member.reject(failure);
+    }
+  }
+
+  #takeRelease(connection: DatabaseConnection): () => void {
+    const release = this.#releases.get(connection) ?? (() => undefined);
+    this.#releases.delete(connection);
+    return release;
   }
 
   async #return(transaction: RequestTransaction): Promise<void> {
@@ -182,8 +326,8 @@ class JoiningDriver implements Driver {
     return transaction instanceof RequestTransaction && transaction.ownedBy(this) ? transaction : undefined;
   }
 
-  async #acquireOwn(): Promise<DatabaseConnection> {
-    const release = await this.#mutex?.lock();
+  async #acquireOwn(holder: Holder = 'other'): Promise<DatabaseConnection> {
+    const release = await this.#mutex?.lock(holder);
     try {
       const connection = await this.#inner.acquireConnection();
       if (release) this.#releases.set(connection, release);
@@ -198,9 +342,7 @@ class JoiningDriver implements Driver {
     try {
       await this.#inner.releaseConnection(connection);
     } finally {
-      const release = this.#releases.get(connection);
-      this.#releases.delete(connection);
-      release?.();
+      this.#takeRelease(connection)();
     }
   }
 
