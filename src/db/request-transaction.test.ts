@@ -70,11 +70,14 @@ describe('group commit on a single-connection store', () => {
     const firstCommitted = first.commit();
     const second = await secondOpening;
     await insert(second, store, 'second, rolled back');
-    await second.rollback();
+    // It read what the first request wrote, so it waits for the group (see below) while the third runs.
+    const secondRolledBack = second.rollback();
     const third = await thirdOpening;
     await insert(third, store, 'third');
     await third.commit();
     await firstCommitted;
+    await secondRolledBack;
+    assert.equal(second.groupFailure, undefined);
     assert.deepEqual(committed(), ['first', 'third']);
   });
 
@@ -96,6 +99,40 @@ describe('group commit on a single-connection store', () => {
     await insert(after, store, 'after');
     await after.commit();
     assert.deepEqual(committed(), ['after'], 'the store carries on with a new group');
+  });
+
+  it('a request that rolled back after others of its group waits for the group, and learns when it failed', async (t) => {
+    const { store, committed } = await sqliteStore(t);
+    const first = await store.openRequestTransaction();
+    const secondOpening = store.openRequestTransaction();
+    const thirdOpening = store.openRequestTransaction();
+    await insert(first, store, 'first, pointing nowhere', 999);
+    const firstCommitted = first.commit();
+    const second = await secondOpening;
+    // It reads the first request's uncommitted row, as a replay or a conflict would, and rolls back.
+    const seen = await second.run(() => sql<{ n: number }>`select count(*) as n from notes`.execute(store.db));
+    assert.equal(seen.rows[0]!.n, 1);
+    const secondRolledBack = second.rollback();
+    const third = await thirdOpening;
+    await insert(third, store, 'third');
+    await assert.rejects(third.commit(), /FOREIGN KEY constraint failed/);
+    await assert.rejects(firstCommitted);
+    await secondRolledBack;
+    assert.match(String(second.groupFailure), /FOREIGN KEY constraint failed/, 'what it answered from the first request is void');
+    assert.deepEqual(committed(), []);
+  });
+
+  it('a request that rolled back first in its group depends on nobody, and does not wait', async (t) => {
+    const { store } = await sqliteStore(t);
+    const first = await store.openRequestTransaction();
+    const secondOpening = store.openRequestTransaction();
+    await insert(first, store, 'rolled back');
+    await first.rollback();
+    assert.equal(first.groupFailure, undefined);
+    const second = await secondOpening;
+    await insert(second, store, 'second, pointing nowhere', 999);
+    await assert.rejects(second.commit());
+    assert.equal(first.groupFailure, undefined, 'it read nothing of the failed group');
   });
 
   it('a reader outside any request waits for the group to commit, and is not made part of it', async (t) => {

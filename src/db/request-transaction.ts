@@ -36,6 +36,7 @@ export class RequestTransaction implements ScopedTransaction {
   readonly connection: DatabaseConnection;
   #state: State = 'open';
   #savepoints = 0;
+  #groupFailure: unknown;
   readonly #afterCommit = new Set<() => void>();
 
   constructor(driver: JoiningDriver, connection: DatabaseConnection) {
@@ -84,7 +85,19 @@ export class RequestTransaction implements ScopedTransaction {
   async rollback(): Promise<void> {
     if (!this.isOpen) return;
     this.#state = 'rolled back';
-    await this.#driver.rollback(this).catch(() => undefined);
+    await this.#driver.rollback(this).catch((error: unknown) => {
+      if (error instanceof GroupCommitFailed) this.#groupFailure = error.cause;
+    });
+  }
+
+  /**
+   * Set when this transaction rolled back after requests before it in its group (group commit, on
+   * SQLite) and that group then failed to commit: whatever it read of their work never existed, so
+   * an answer made from those reads (a replay of a concurrent first request's, a conflict with a row
+   * it wrote) must not be given. The cause of the failed commit; undefined otherwise.
+   */
+  get groupFailure(): unknown {
+    return this.#groupFailure;
   }
 
   /** A service's own `db.transaction()` inside the request: a savepoint, so that it stays all-or-nothing. */
@@ -156,6 +169,13 @@ class Mutex {
  * open loses the whole group uncommitted, none of whose answers had been sent.
  */
 const MAX_GROUP = 16;
+
+/** A member rolled back; the group it read from failed to commit (`RequestTransaction.groupFailure`). */
+class GroupCommitFailed extends Error {
+  constructor(cause: unknown) {
+    super('the group commit this request transaction read from failed', { cause });
+  }
+}
 const MEMBER_SAVEPOINT = 'request_member';
 
 interface Group {
@@ -275,14 +295,20 @@ class JoiningDriver implements Driver {
       if (outcome === 'commit') throw error;
       return;
     }
-    const committed = outcome === 'commit' ? new Promise<void>((resolve, reject) => group.waiting.push({ resolve, reject })) : undefined;
+    // A member that commits waits for the group's commit; one that rolled back waits too when requests
+    // before it are in the group, since it may have answered from their work (`groupFailure`).
+    const waits = outcome === 'commit' || group.waiting.length > 0;
+    const closed = waits ? new Promise<void>((resolve, reject) => group.waiting.push({ resolve, reject })) : undefined;
     if (this.#mutex!.next() === 'request' && group.size < MAX_GROUP) {
       // The next request takes the connection as it is, mid-transaction.
       this.#takeRelease(group.connection)();
     } else {
       await this.#closeGroup();
     }
-    await committed;
+    if (outcome === 'commit') return closed;
+    await closed?.catch((error: unknown) => {
+      throw new GroupCommitFailed(error);
+    });
   }
 
   /** Commits the group (or, given the error that broke it, rolls it back), answers its members and lets the connection go. */
