@@ -1,37 +1,39 @@
 import { Worker } from 'node:worker_threads';
+import type { CheckpointResult } from './sqlite-checkpoint-round.ts';
 
 /**
- * WAL checkpoints, off the request path and off its thread. SQLite's automatic checkpoint runs
- * inside the commit that takes the WAL past 1,000 pages, so every so often one request paid for
- * copying the pages of all the others. The adapter turns it off on its connection and leaves the
- * checkpoints to one thread per process (`sqlite-checkpoint-worker.ts`), which holds a connection to
- * each file: PASSIVE every `intervalMs`, and TRUNCATE (which also empties the file) once the WAL has
- * grown past `boundPages`, if it can have the locks at once. On the event loop, as a timer, a round
- * blocked every request for 80–110 ms a second under the send bench's load, three quarters of it
- * waiting on fsync; on its own thread it costs the requests nothing but the second core's time.
- * The thread costs about 20 MiB of resident memory, once per process (docs/benchmarks.md#memory).
+ * WAL checkpoints, off the request path. SQLite's automatic checkpoint runs inside the commit that
+ * takes the WAL past 1,000 pages, so every so often one request paid for copying the pages of all
+ * the others. The adapter (`sqlite.ts`) turns it off on its connection and checkpoints from a timer
+ * instead: PASSIVE every `intervalMs`, and TRUNCATE (which also empties the file) once the WAL has
+ * grown past `boundPages`, if it can have the locks at once.
+ *
+ * On the event loop a round blocks every request for as long as it takes: nothing for an idle
+ * service, a fraction of a millisecond under a light load, but 80–110 ms a second under the send
+ * bench's load, three quarters of it waiting on fsync. So the first round that finds more than
+ * `threadAfterPages` pages in the WAL moves the file's checkpoints to a thread
+ * (`sqlite-checkpoint-worker.ts`), one per process, which holds a connection of its own to each such
+ * file and costs the requests nothing but the second core's time. The thread costs about 20 MiB of
+ * resident memory, which a process that never sees such a load never pays.
  */
 export interface CheckpointOptions {
-  /** How often the PASSIVE checkpoint runs; 0 leaves SQLite's automatic checkpoints on. */
+  /** How often a round runs; 0 leaves SQLite's automatic checkpoints on. */
   intervalMs: number;
   /** WAL pages past which a round truncates the WAL. */
   boundPages: number;
+  /** WAL pages past which the rounds move to the checkpoint thread (0: on it from the start). */
+  threadAfterPages: number;
 }
 
-export const DEFAULT_CHECKPOINTS: CheckpointOptions = { intervalMs: 1000, boundPages: 4096 };
-
-/** What `PRAGMA wal_checkpoint` answers: whether it was blocked, the WAL's pages, and those copied. */
-export interface CheckpointResult {
-  busy: number;
-  log: number;
-  checkpointed: number;
-}
+export const DEFAULT_CHECKPOINTS: CheckpointOptions = { intervalMs: 1000, boundPages: 4096, threadAfterPages: 256 };
 
 /** What the process asks of the thread: `id` names a file's connection, `request` the answer awaited. */
 export type CheckpointerMessage =
   | { op: 'open'; id: number; file: string; intervalMs: number; boundPages: number }
   | { op: 'round'; id: number; request: number }
   | { op: 'close'; id: number; request: number };
+
+export type { CheckpointResult };
 
 export interface CheckpointerReply {
   request: number;
@@ -99,7 +101,7 @@ export async function terminateCheckpointThread(): Promise<void> {
 /** Starts the checkpoints of `file`, whose connection has turned SQLite's automatic ones off. */
 export function startCheckpoints(file: string, options: CheckpointOptions): Checkpoints {
   const id = nextId++;
-  const open = { op: 'open', id, file, ...options } satisfies CheckpointerMessage;
+  const open = { op: 'open', id, file, intervalMs: options.intervalMs, boundPages: options.boundPages } satisfies CheckpointerMessage;
   files.set(id, open);
   checkpointThread().postMessage(open);
   let stopped: Promise<void> | undefined;

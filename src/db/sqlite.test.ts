@@ -21,6 +21,10 @@ function walPages(file: string): number {
   }
 }
 
+// An interval long enough that the timer cannot run during a test: the rounds are asked for.
+const onThread = (boundPages: number) => ({ intervalMs: 3_600_000, boundPages, threadAfterPages: 0 });
+const onEventLoop = (boundPages: number, threadAfterPages: number) => ({ intervalMs: 3_600_000, boundPages, threadAfterPages });
+
 /** Closes, and waits for the checkpoint thread to let go of the file before the directory goes. */
 async function closed(db: NodeSqliteDatabase): Promise<void> {
   db.close();
@@ -33,11 +37,10 @@ function write(db: NodeSqliteDatabase, count: number): void {
   for (let index = 0; index < count; index++) insert.run([`${index}`.padEnd(3000, 'x')]);
 }
 
-describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
+describe('the node:sqlite adapter: WAL checkpoints off the request path', () => {
   it('leaves checkpoints to its thread: the WAL grows past SQLite’s automatic 1,000 pages between rounds', async (t) => {
     const file = tempFile(t);
-    // An interval long enough that the timer cannot run during the test: the rounds are asked for.
-    const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 100_000 });
+    const db = new NodeSqliteDatabase(file, onThread(100_000));
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 1500);
@@ -49,7 +52,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
 
   it('truncates the WAL once it passes the bound', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 200 });
+    const db = new NodeSqliteDatabase(file, onThread(200));
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 30);
@@ -62,7 +65,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
 
   it('checkpoints what is committed while the request connection holds a transaction open', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 100_000 });
+    const db = new NodeSqliteDatabase(file, onThread(100_000));
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 20);
@@ -77,7 +80,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
   });
 
   it('stops its rounds on close', async (t) => {
-    const db = new NodeSqliteDatabase(tempFile(t), { intervalMs: 3_600_000, boundPages: 100_000 });
+    const db = new NodeSqliteDatabase(tempFile(t), onThread(100_000));
     assert.equal(db.checkpointing, true);
     await closed(db);
     assert.equal(db.checkpointing, false);
@@ -86,7 +89,7 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
 
   it('serves several files from one thread, each with its own rounds', async (t) => {
     const files = [tempFile(t), tempFile(t)];
-    const dbs = files.map((file) => new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 50 }));
+    const dbs = files.map((file) => new NodeSqliteDatabase(file, onThread(50)));
     t.after(() => Promise.all(dbs.map(closed)));
     for (const db of dbs) db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(dbs[0]!, 100);
@@ -99,13 +102,41 @@ describe('the node:sqlite adapter: WAL checkpoints on their own thread', () => {
 
   it('a checkpoint thread that ends is replaced, and the new one checkpoints every open file', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, { intervalMs: 3_600_000, boundPages: 50 });
+    const db = new NodeSqliteDatabase(file, onThread(50));
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     await terminateCheckpointThread();
     write(db, 100);
     assert.equal((await db.checkpoint())?.log, 0, 'the new thread knows the file and truncates its WAL');
     assert.equal(walPages(file), 0);
+  });
+
+  it('checkpoints on the event loop while the WAL stays small, and moves to the thread once it has not', async (t) => {
+    const file = tempFile(t);
+    const db = new NodeSqliteDatabase(file, onEventLoop(100_000, 200));
+    t.after(() => closed(db));
+    db.prepare('create table filler (id integer primary key, body text)').run([]);
+    assert.equal(db.checkpointing, true);
+    write(db, 20);
+    assert.equal((await db.checkpoint())?.busy, 0);
+    assert.equal(db.checkpointsOnThread, false, 'a round of 20 pages stays on the event loop');
+    write(db, 300);
+    const large = await db.checkpoint();
+    assert.equal(db.checkpointsOnThread, true, 'a WAL of 300 pages moves the rounds to the thread');
+    assert.ok(large!.log > 200, `the thread ran that round: it found ${large?.log} pages`);
+    write(db, 10);
+    assert.equal((await db.checkpoint())?.busy, 0, 'the thread answers the next round');
+  });
+
+  it('skips an event-loop round that falls inside an open transaction, and checkpoints after it', async (t) => {
+    const db = new NodeSqliteDatabase(tempFile(t), onEventLoop(100_000, 100_000));
+    t.after(() => closed(db));
+    db.prepare('create table filler (id integer primary key, body text)').run([]);
+    db.prepare('begin immediate').run([]);
+    write(db, 10);
+    assert.equal(await db.checkpoint(), undefined);
+    db.prepare('commit').run([]);
+    assert.equal((await db.checkpoint())?.busy, 0);
   });
 
   it('keeps SQLite’s own checkpoints where there is no WAL (an in-memory store)', () => {

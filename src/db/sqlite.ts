@@ -1,6 +1,8 @@
+import { statSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
-import { DEFAULT_CHECKPOINTS, startCheckpoints, type CheckpointOptions, type CheckpointResult, type Checkpoints } from './sqlite-checkpoints.ts';
+import { checkpointRound, type CheckpointResult } from './sqlite-checkpoint-round.ts';
+import { DEFAULT_CHECKPOINTS, startCheckpoints, type CheckpointOptions, type Checkpoints } from './sqlite-checkpoints.ts';
 
 /**
  * Kysely's SQLite dialect expects the better-sqlite3 interface; no maintained dialect exists for
@@ -46,23 +48,39 @@ class NodeSqliteStatement implements SqliteStatement {
 export class NodeSqliteDatabase implements SqliteDatabase {
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, NodeSqliteStatement>();
-  readonly #checkpoints: Checkpoints | undefined;
+  readonly #file: string;
+  readonly #checkpointOptions: CheckpointOptions;
+  readonly #pageSize: number;
+  /** The event loop's rounds, until a round finds the WAL past `threadAfterPages`. */
+  #timer: NodeJS.Timeout | undefined;
+  /** The thread's rounds, from then on. */
+  #thread: Checkpoints | undefined;
   #closed: Promise<void> | undefined;
 
   constructor(file: string, checkpoints: CheckpointOptions = DEFAULT_CHECKPOINTS) {
     this.#db = new DatabaseSync(file);
+    this.#file = file;
+    this.#checkpointOptions = checkpoints;
     // WAL lets readers proceed during a write; the busy timeout covers a second process (tools,
     // backups) briefly holding the write lock.
     this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};`);
+    this.#pageSize = (this.#db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
     if (file !== ':memory:' && checkpoints.intervalMs > 0) {
       this.#db.exec('PRAGMA wal_autocheckpoint = 0');
-      this.#checkpoints = startCheckpoints(file, checkpoints);
+      if (checkpoints.threadAfterPages === 0) this.#moveToThread();
+      // Unref'd: a checkpoint timer must never keep the process alive.
+      else this.#timer = setInterval(() => void this.#roundHere(), checkpoints.intervalMs).unref();
     }
   }
 
-  /** Whether the checkpoints run on their thread (they stop on close). */
+  /** Whether the checkpoints run, on the event loop or on the thread (they stop on close). */
   get checkpointing(): boolean {
-    return this.#checkpoints !== undefined && this.#db.isOpen;
+    return this.#db.isOpen && (this.#timer !== undefined || this.#thread !== undefined);
+  }
+
+  /** Whether they run on the checkpoint thread. */
+  get checkpointsOnThread(): boolean {
+    return this.#db.isOpen && this.#thread !== undefined;
   }
 
   /**
@@ -74,8 +92,41 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   }
 
   /** A checkpoint round now, besides the timer's, for tests; undefined when none ran. */
-  checkpoint(): Promise<CheckpointResult | undefined> {
-    return this.#checkpoints && this.#db.isOpen ? this.#checkpoints.runNow() : Promise.resolve(undefined);
+  async checkpoint(): Promise<CheckpointResult | undefined> {
+    if (!this.#db.isOpen) return undefined;
+    return this.#thread?.runNow() ?? this.#roundHere();
+  }
+
+  /**
+   * A round on the event loop, unless the WAL grew past `threadAfterPages` since the last: then the
+   * rounds move to the thread before this one, which would block the requests for its length, runs.
+   * The WAL file's size is its high-water mark (a PASSIVE round reuses the file, never shrinks it).
+   */
+  #roundHere(): Promise<CheckpointResult | undefined> | CheckpointResult | undefined {
+    if (!this.#db.isOpen || this.#thread) return undefined;
+    if (this.#walPages() > this.#checkpointOptions.threadAfterPages) {
+      this.#moveToThread();
+      return this.#thread!.runNow();
+    }
+    // Between the statements of an open transaction (Kysely awaits between them) a checkpoint on this
+    // connection fails with "database table is locked"; the next round will do.
+    if (this.#db.isTransaction) return undefined;
+    return checkpointRound(this.#db, this.#checkpointOptions.boundPages, BUSY_TIMEOUT_MS);
+  }
+
+  #walPages(): number {
+    try {
+      // The WAL's header is 32 bytes; each frame is a 24-byte header and a page.
+      return Math.floor((statSync(`${this.#file}-wal`).size - 32) / (this.#pageSize + 24));
+    } catch {
+      return 0;
+    }
+  }
+
+  #moveToThread(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#thread = startCheckpoints(this.#file, this.#checkpointOptions);
   }
 
   prepare(text: string): SqliteStatement {
@@ -100,7 +151,9 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   }
 
   close(): void {
-    this.#closed = this.#checkpoints?.stop();
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#closed = this.#thread?.stop();
     this.#statements.clear();
     this.#db.close();
   }
