@@ -277,24 +277,45 @@ function threadRows(args: SeedConversationsArgs, index: number): { contact: Cont
       last_inbound_at: at,
       window_warning_for: null,
     },
-    message: {
-      ...owner,
-      id: newId('message', now),
-      connection_id: args.connectionId,
-      conversation_id: conversationId,
-      contact_id: contactId,
-      direction: 'inbound',
-      type: 'text',
-      content: JSON.stringify({ body: { body: `Hello, this is customer ${padded}.` }, referral: null }),
-      context: null,
-      status: 'received',
-      provider_message_id: `wamid.bench${padded}`,
-      imported: 0,
-      error: null,
-      sent_at: at,
-      send_request: null,
-      echo: 0,
-    },
+    message: textMessage(
+      { organizationId: args.organizationId, connectionId: args.connectionId, conversationId, contactId },
+      {
+        id: newId('message', now),
+        inbound: true,
+        status: 'received',
+        body: `Hello, this is customer ${padded}.`,
+        providerMessageId: `wamid.bench${padded}`,
+        at,
+      },
+    ),
+  };
+}
+
+/** A text message of a thread, stored as the service stores one. */
+function textMessage(
+  thread: { organizationId: string; connectionId: string; conversationId: string; contactId: string },
+  message: { id: string; inbound: boolean; status: string; body: string; providerMessageId: string; at: string },
+): MessagesTable {
+  return {
+    id: message.id,
+    organization_id: thread.organizationId,
+    connection_id: thread.connectionId,
+    conversation_id: thread.conversationId,
+    contact_id: thread.contactId,
+    direction: message.inbound ? 'inbound' : 'outbound',
+    type: 'text',
+    content: JSON.stringify({ body: { body: message.body }, referral: null }),
+    context: null,
+    status: message.status,
+    provider_message_id: message.providerMessageId,
+    imported: 0,
+    error: null,
+    metadata: '{}',
+    sent_at: message.at,
+    send_request: null,
+    echo: 0,
+    created_at: message.at,
+    updated_at: message.at,
   };
 }
 
@@ -638,31 +659,18 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
         .execute();
       const past = Date.now() - 30 * 24 * 3600 * 1000;
       for (const [index, thread] of threads.entries()) {
-        const rows: MessagesTable[] = Array.from({ length: args.messagesEach }, (_, n) => {
-          const at = new Date(past + n * 1000).toISOString();
-          return {
+        const owner = { organizationId: args.organizationId, connectionId: thread.connection_id, conversationId: thread.id, contactId: thread.contact_id };
+        const rows = Array.from({ length: args.messagesEach }, (_, n) =>
+          textMessage(owner, {
             // Not `newId`: its ids are monotonic, so they would all come after the seeded last message.
             id: `${ID_PREFIXES.message}_${ulid(past + n * 1000)}`,
-            organization_id: args.organizationId,
-            connection_id: thread.connection_id,
-            conversation_id: thread.id,
-            contact_id: thread.contact_id,
-            direction: n % 2 === 0 ? 'inbound' : 'outbound',
-            type: 'text',
-            content: JSON.stringify({ body: { body: `Earlier message ${n} of thread ${index}.` }, referral: null }),
-            context: null,
+            inbound: n % 2 === 0,
             status: n % 2 === 0 ? 'received' : 'read',
-            provider_message_id: `wamid.history${index}x${n}`,
-            imported: 0,
-            error: null,
-            metadata: '{}',
-            sent_at: at,
-            send_request: null,
-            echo: 0,
-            created_at: at,
-            updated_at: at,
-          };
-        });
+            body: `Earlier message ${n} of thread ${index}.`,
+            providerMessageId: `wamid.history${index}x${n}`,
+            at: new Date(past + n * 1000).toISOString(),
+          }),
+        );
         await db.transaction().execute(async (trx) => {
           for (let offset = 0; offset < rows.length; offset += THREADS_PER_STATEMENT) {
             await trx

@@ -79,19 +79,6 @@ function textOf(payload: unknown): string | undefined {
 }
 
 /**
- * The answer to a write whose commit failed or was not confirmed: usually nothing of it was kept, and
- * a connection that broke during the commit leaves it unknown. A retry with the same key is right
- * either way. Also the answer of a request that read from a group commit that failed (SQLite).
- */
-export function commitNotConfirmed(cause: unknown): AppError {
-  return new AppError(
-    'service_unavailable',
-    'The request failed to commit, or its commit was not confirmed; retry it with the same Idempotency-Key, which does it exactly once either way.',
-    { cause },
-  );
-}
-
-/**
  * The two rules of a write request, applied to every authenticated write route:
  *
  * - One transaction (`RequestTransaction`): opened once authentication, scopes, rate limits and
@@ -134,14 +121,13 @@ export function registerWriteRequests<Claim>(
         const begun = await transaction.run(() => gate.begin(request.principal!, key, fingerprintOf(request), 'with-work'));
         if (begun.kind === 'replay') {
           await transaction.rollback();
-          if (transaction.groupFailure !== undefined) throw commitNotConfirmed(transaction.groupFailure);
           return replay(reply, begun).send(begun.body);
         }
         claims.set(request, begun.claim);
       }
     } catch (error) {
       await transaction.rollback();
-      throw transaction.groupFailure === undefined ? error : commitNotConfirmed(transaction.groupFailure);
+      throw error;
     }
     transactions.set(request, transaction);
     return undefined;
@@ -163,7 +149,11 @@ export function registerWriteRequests<Claim>(
    */
   function failedCommit(request: FastifyRequest, reply: FastifyReply, error: unknown): string {
     request.log.error({ err: error }, 'the request transaction could not commit, or its commit was not confirmed');
-    const failure = commitNotConfirmed(error);
+    const failure = new AppError(
+      'service_unavailable',
+      'The request failed to commit, or its commit was not confirmed; retry it with the same Idempotency-Key, which does it exactly once either way.',
+      { cause: error },
+    );
     reply.code(failure.status).header('retry-after', '1').type('application/json; charset=utf-8');
     return JSON.stringify(errorBody(failure, request.id, publicBaseUrl));
   }
@@ -195,8 +185,6 @@ export function registerWriteRequests<Claim>(
       }
     }
     await transaction?.rollback();
-    // Its answer came from the work of requests whose commit failed: it is void, as theirs are.
-    if (transaction?.groupFailure !== undefined) return failedCommit(request, reply, transaction.groupFailure);
     if (!claim) return payload;
     try {
       const finished = await gate.finish(claim, response);

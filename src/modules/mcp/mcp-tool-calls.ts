@@ -9,7 +9,7 @@
 import type { ValidateFunction } from 'ajv';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { compileJsonValidator, validationError } from '../../http/validation.ts';
-import { commitNotConfirmed, type IdempotencyGate } from '../../http/write-requests.ts';
+import type { IdempotencyGate } from '../../http/write-requests.ts';
 import { AppError, errorBody, type ErrorDetail } from '../../lib/errors.ts';
 import type { Log } from '../../lib/log.ts';
 import type { Actor, Principal } from '../credentials/principal.ts';
@@ -165,7 +165,6 @@ export function createToolCalls<Claim>(deps: {
         const begun = await transaction.run(() => gate.begin(actor.principal, key, fingerprint, 'with-work'));
         if (begun.kind === 'replay') {
           await transaction.rollback();
-          if (transaction.groupFailure !== undefined) throw commitNotConfirmed(transaction.groupFailure);
           return replay(begun);
         }
         claim = begun.claim;
@@ -174,8 +173,6 @@ export function createToolCalls<Claim>(deps: {
       answer = { status: 200, body: JSON.stringify(result), errorCode: undefined };
     } catch (error) {
       await transaction.rollback();
-      // Its error came from the work of calls whose commit failed: it is void, as theirs are.
-      if (transaction.groupFailure !== undefined) throw commitNotConfirmed(transaction.groupFailure);
       if (claim !== undefined && error instanceof AppError) await storeError(claim, error, actor.requestId, tool);
       throw error;
     }
