@@ -6,7 +6,10 @@ import type { CheckpointResult } from './sqlite-checkpoint-round.ts';
  * takes the WAL past 1,000 pages, so every so often one request paid for copying the pages of all
  * the others. The adapter (`sqlite.ts`) turns it off on its connection and checkpoints from a timer
  * instead: PASSIVE every `intervalMs`, and TRUNCATE (which also empties the file) once the WAL has
- * grown past `boundPages`, if it can have the locks at once.
+ * grown past `boundPages`, if it can have the locks at once. Between rounds, a page written by many
+ * requests is copied once: in a measurement of 20,000 small write transactions, rounds every 400
+ * commits cost 70–75 µs of checkpointing a transaction, rounds every 100 commits 120–170 µs, so the
+ * interval is a second rather than a quarter of one.
  *
  * On the event loop a round blocks every request for as long as it takes: nothing for an idle
  * service, a fraction of a millisecond under a light load, but 80–110 ms a second under the send

@@ -99,8 +99,9 @@ export class NodeSqliteDatabase implements SqliteDatabase {
 
   /**
    * A round on the event loop, unless the WAL grew past `threadAfterPages` since the last: then the
-   * rounds move to the thread before this one, which would block the requests for its length, runs.
-   * The WAL file's size is its high-water mark (a PASSIVE round reuses the file, never shrinks it).
+   * rounds move to the thread first, and the thread runs this one, which here would block the
+   * requests for its length. The WAL file's size is its high-water mark (a PASSIVE round reuses the
+   * file and never shrinks it).
    */
   #roundHere(): Promise<CheckpointResult | undefined> | CheckpointResult | undefined {
     if (!this.#db.isOpen || this.#thread) return undefined;
