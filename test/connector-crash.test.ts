@@ -69,14 +69,18 @@ describe('an http_request step when its worker dies after the call', () => {
     assert.equal(started.status, 201, started.text);
     const runId = started.body.id as string;
 
-    const worker = spawnService(t, {
-      ...storeEnv(server.testStore),
-      ROLE: 'worker',
-      PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
-      LOG_LEVEL: 'warn',
-      WORKER_LEASE_MS: String(LEASE_MS),
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    });
+    const worker = spawnService(
+      t,
+      {
+        ...storeEnv(server.testStore),
+        ROLE: 'worker',
+        PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
+        LOG_LEVEL: 'warn',
+        WORKER_LEASE_MS: String(LEASE_MS),
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      },
+      server.testStore,
+    );
     await waitFor(
       () => {
         if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}): ${worker.output()}`);

@@ -71,7 +71,11 @@ export const TEST_PASSWORD_HASH_COST = '10';
 
 /** What shares each store: closed before the store is dropped under them. */
 const sharers = new WeakMap<TestStore, Set<() => Promise<void>>>();
-function shares(shared: TestStore, close: () => Promise<void>): void {
+/**
+ * Registers `close` to run before `shared` is dropped, whatever order the scope's clean-ups run in:
+ * a schema dropped under a process still querying it can deadlock with that process.
+ */
+export function shares(shared: TestStore, close: () => Promise<void>): void {
   const set = sharers.get(shared) ?? new Set();
   sharers.set(shared, set.add(close));
 }

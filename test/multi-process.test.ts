@@ -52,7 +52,7 @@ describe('two api processes and a worker on one store, in sandbox mode', () => {
   }
 
   async function startApi(): Promise<Started> {
-    const service = spawnService(suite, env('api'));
+    const service = spawnService(suite, env('api'), testStore);
     const url = await listeningUrl(service);
     return { url, service, ...apiClient(url) };
   }
@@ -83,7 +83,7 @@ describe('two api processes and a worker on one store, in sandbox mode', () => {
     api1 = await startApi();
     api2 = await startApi();
     // The worker calls the provider through the second api process's sandbox: a worker serves no HTTP.
-    const worker = spawnService(suite, env('worker', { PROVIDER_BASE_URL: `${api2.url}/sandbox/graph` }));
+    const worker = spawnService(suite, env('worker', { PROVIDER_BASE_URL: `${api2.url}/sandbox/graph` }), testStore);
     // Its start-up line names its role; the job loop starts right after it.
     await waitFor(() => worker.output().includes('"role":"worker"') || worker.child.exitCode !== null, {
       timeoutMs: 30_000,

@@ -20,7 +20,11 @@ describe('the README walkthrough', () => {
 
   it('runs as pasted, from sign-up to a reply, and the receiver it starts prints the events', { timeout: 120_000 }, async (t) => {
     // The real service, started as the walkthrough's first block says.
-    const service = spawnService(t, { ...storeEnv(server.testStore), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' });
+    const service = spawnService(
+      t,
+      { ...storeEnv(server.testStore), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' },
+      server.testStore,
+    );
     const url = await listeningUrl(service);
     const stderrFile = path.join(server.testStore.dataDir, 'walkthrough.stderr');
     const walkthrough = await runWalkthrough(readmeAt(fileURLToPath(new URL('..', import.meta.url))), url, stderrFile);

@@ -86,14 +86,18 @@ function crashSuite(title: string, kill: (worker: ServiceProcess, server: TestSe
 
     /** The real service as a worker on the test store: the same database and the same master key. */
     function startWorker(t: TestContext): ServiceProcess {
-      return spawnService(t, {
-        ...storeEnv(server.testStore),
-        ROLE: 'worker',
-        // The sandbox is the test server's: a worker serves none of its own.
-        PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
-        LOG_LEVEL: 'warn',
-        WORKER_LEASE_MS: String(LEASE_MS),
-      });
+      return spawnService(
+        t,
+        {
+          ...storeEnv(server.testStore),
+          ROLE: 'worker',
+          // The sandbox is the test server's: a worker serves none of its own.
+          PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
+          LOG_LEVEL: 'warn',
+          WORKER_LEASE_MS: String(LEASE_MS),
+        },
+        server.testStore,
+      );
     }
 
     const unfinishedJobs = () =>

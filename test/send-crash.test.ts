@@ -51,7 +51,7 @@ describe('sends when an api process crashes', () => {
 
   /** The real service as an api process on the test store: the same database and master key, no worker. */
   async function startApi(scope: Scope): Promise<ApiProcess> {
-    const service = spawnService(scope, { ...storeEnv(server.testStore), ROLE: 'api', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' });
+    const service = spawnService(scope, { ...storeEnv(server.testStore), ROLE: 'api', LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' }, server.testStore);
     return { child: service.child, url: await listeningUrl(service) };
   }
 

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { TEST_PASSWORD_HASH_COST, type Scope, type TestStore } from './harness.ts';
+import { shares, TEST_PASSWORD_HASH_COST, type Scope, type TestStore } from './harness.ts';
 import { waitFor } from './wait.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
@@ -19,19 +19,23 @@ export interface ServiceProcess {
 
 /**
  * Starts the service with only `env` (and PATH), so the developer's own environment cannot leak in;
- * killed with SIGKILL when `scope` ends if it still runs, so no process outlives its test.
+ * killed with SIGKILL when `scope` ends if it still runs, so no process outlives its test, and
+ * before `store` (the test store it runs on, by `storeEnv`) is dropped.
  */
-export function spawnService(scope: Scope, env: Record<string, string>): ServiceProcess {
+export function spawnService(scope: Scope, env: Record<string, string>, store?: TestStore): ServiceProcess {
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH ?? '', PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  scope.after(async () => {
+  const kill = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
-  });
+  };
+  scope.after(kill);
+  // On the test's store (`storeEnv`): gone before the store is dropped, which may come first.
+  if (store) shares(store, kill);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -58,15 +58,19 @@ describe('webhook delivery when a worker process crashes', () => {
 
   /** The real service as a worker on the test store: the same database and the same master key. */
   function startWorker(scope: Scope): ServiceProcess {
-    return spawnService(scope, {
-      ...storeEnv(server.testStore),
-      ROLE: 'worker',
-      // The sandbox is the test server's: a worker serves none of its own.
-      PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
-      LOG_LEVEL: 'warn',
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WORKER_LEASE_MS: String(LEASE_MS),
-    });
+    return spawnService(
+      scope,
+      {
+        ...storeEnv(server.testStore),
+        ROLE: 'worker',
+        // The sandbox is the test server's: a worker serves none of its own.
+        PROVIDER_BASE_URL: `${server.url}/sandbox/graph`,
+        LOG_LEVEL: 'warn',
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+        WORKER_LEASE_MS: String(LEASE_MS),
+      },
+      server.testStore,
+    );
   }
 
   // Kept up to date as requests arrive: parsing every body again on each poll would take the CPU
