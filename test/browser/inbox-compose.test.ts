@@ -13,6 +13,7 @@ import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { addMember, createConnection, defineTemplate, inbound, settle, signUp, type SignedUp } from '../factories.ts';
 import type { TestServer } from '../harness.ts';
+import { waitFor } from '../wait.ts';
 import { browserTest, dashboardSuite, openDashboard, signIn, unlabelledControls } from './browser.ts';
 
 /** A 1×1 PNG: enough for the upload's signature check. */
@@ -150,6 +151,12 @@ describe('inbox: replying and working on a conversation', () => {
       // Bo holds it now, and can write.
       await boComposer.getByLabel('Message').fill('I have it from here.');
       await boComposer.getByLabel('Message').press('Enter');
+      // The draft clears once the send is answered. Until then the words are in the text box itself,
+      // which React mirrors into the textarea's text, so a text search alone would find them there.
+      await waitFor(async () => (await boComposer.getByLabel('Message').inputValue()) === '', {
+        timeoutMs: 10_000,
+        message: "Bo's draft to clear once the send is answered",
+      });
       await second.page.getByText('I have it from here.').first().waitFor();
       await settle(server);
       const outbound = (await messagesOf(server, owner, conversationId)).filter((m) => m.direction === 'outbound');
