@@ -145,3 +145,30 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
     db.close();
   });
 });
+
+describe('the node:sqlite adapter: rows', () => {
+  it('makes rows of the statement’s columns, whatever their names, as objects of one shape', () => {
+    const db = new NodeSqliteDatabase(':memory:');
+    try {
+      db.prepare(`create table odd ("__proto__" text, "a""b" text, "x y" integer, "toString" text, plain blob)`).run([]);
+      db.prepare('insert into odd values (?, ?, ?, ?, ?)').run(['not a prototype', 'quoted', 7, 'shadow', new Uint8Array([1, 2])]);
+      db.prepare('insert into odd values (?, ?, ?, ?, ?)').run([null, 'second', null, null, null]);
+      const rows = db.prepare('select * from odd order by rowid').all([]) as Record<string, unknown>[];
+      assert.deepEqual(Object.keys(rows[0]!), ['__proto__', 'a"b', 'x y', 'toString', 'plain']);
+      assert.equal(Object.getPrototypeOf(rows[0]), Object.prototype, 'a column named __proto__ stays a column');
+      assert.equal(Object.getOwnPropertyDescriptor(rows[0], '__proto__')?.value, 'not a prototype');
+      assert.equal(rows[0]!['a"b'], 'quoted');
+      assert.equal(rows[0]!['x y'], 7);
+      assert.equal(rows[0]!.toString, 'shadow');
+      assert.deepEqual(rows[0]!.plain, new Uint8Array([1, 2]));
+      assert.deepEqual(rows[1], { ['__proto__']: null, 'a"b': 'second', 'x y': null, toString: null, plain: null });
+      // Of two result columns with one name the later wins, as node:sqlite's own objects have it.
+      assert.deepEqual(db.prepare(`select 1 as n, 2 as n`).all([]), [{ n: 2 }]);
+      assert.deepEqual([...db.prepare('select "x y" from odd order by rowid').iterate([])], [{ 'x y': 7 }, { 'x y': null }]);
+      // A write without a result keeps node:sqlite's answer.
+      assert.equal(db.prepare('update odd set "x y" = 1').run([]).changes, 2);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -310,12 +310,18 @@ export async function registerRateLimits(app: HttpServer, options: RateLimitOpti
   // address's bucket and reports it, but keeps its own 401: a wrong or revoked credential is not
   // fixed by waiting, which is what a 429 would say. A 403 spends from its credential's bucket. A 5xx
   // (draining) is the service's failure, not the caller's: reported, not charged.
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (accounted.has(request) || isExempt(request)) return payload;
+  // A callback rather than an async function: almost every answer was charged in onRequest, and
+  // would otherwise pay a promise here for nothing.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (accounted.has(request) || isExempt(request)) {
+      done(null, payload);
+      return;
+    }
     accounted.add(request);
-    const result = await take(request, reply.statusCode >= 500 ? 0 : 1);
-    if (result) setHeaders(reply, result);
-    return payload;
+    void take(request, reply.statusCode >= 500 ? 0 : 1).then((result) => {
+      if (result) setHeaders(reply, result);
+      done(null, payload);
+    });
   });
 
   if (options.redis) {
