@@ -272,10 +272,16 @@ interface MemoryRecord {
   pid: number;
   /** Right after it listens, before the bench has sent it anything. */
   atStart: ProcMemory | undefined;
-  /** Right before the first measured load against it (`measure` with its pid), after the set-up requests. */
+  /**
+   * Right before the first measured load against it (`measure` with its pid), after the set-up
+   * requests. Its `peakKib` is the set-up's peak (a bench's seeding runs in the service process);
+   * the kernel's peak is reset right after it is read, so `last.peakKib` is the load's own.
+   */
   beforeLoad?: ProcMemory | undefined;
   /** The latest reading: when it was stopped, or when the bench read it last. */
   last: ProcMemory | undefined;
+  /** The kernel's peak could not be reset before the load: `last.peakKib` is the whole run's. */
+  peakNotReset?: boolean;
 }
 
 const memoryRecords: MemoryRecord[] = [];
@@ -295,7 +301,15 @@ function procMemory(pid: number): ProcMemory | undefined {
 /** Reads the service's memory "before the load", once: `measure` calls it; a bench with a load of its own calls it right before that load. */
 export function noteLoadStarting(pid: number): void {
   const record = memoryRecords.find((entry) => entry.pid === pid);
-  if (record && !record.beforeLoad) record.beforeLoad = procMemory(pid);
+  if (!record || record.beforeLoad) return;
+  record.beforeLoad = procMemory(pid);
+  try {
+    // 5 resets VmHWM to the present RSS (proc(5), /proc/<pid>/clear_refs).
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    // Not Linux, or not allowed: the peak stays the whole run's, which the line says.
+    record.peakNotReset = true;
+  }
 }
 
 const kibToMib = (kib: number | undefined) => (kib === undefined ? undefined : kib / 1024);
@@ -324,12 +338,18 @@ async function printMemory(bench: string): Promise<void> {
     return values.length === 0 ? undefined : Math.max(...values);
   };
   const serviceStart = most(services, (entry) => entry.atStart?.rssKib);
+  // The load's peak where the kernel's was reset when the load began (noteLoadStarting); the set-up's
+  // (a bench's seeding runs in the service process) is shown beside it, never folded in.
   const servicePeak = most(services, (entry) => entry.last?.peakKib);
+  const setUpPeak = most(services, (entry) => (entry.peakNotReset ? undefined : entry.beforeLoad?.peakKib));
+  const peakText = services.some((entry) => entry.beforeLoad && !entry.peakNotReset)
+    ? `peak under the load ${mibText(servicePeak)} (set-up's peak ${mibText(setUpPeak)})`
+    : `peak ${mibText(servicePeak)}`;
   const bareStart = most(bare, (entry) => entry.atStart?.rssKib);
   const barePeak = most(bare, (entry) => entry.last?.peakKib);
   console.log(
     `server RSS, MiB: at start ${mibText(serviceStart)}, before the load ${mibText(most(services, (entry) => entry.beforeLoad?.rssKib))}, ` +
-      `peak ${mibText(servicePeak)}, at the end ${mibText(most(services, (entry) => entry.last?.rssKib))}; ` +
+      `${peakText}, at the end ${mibText(most(services, (entry) => entry.last?.rssKib))}; ` +
       `${bareNote}: at start ${mibText(bareStart)}, peak ${mibText(barePeak)}`,
   );
   const result = (metric: string, service: number | undefined, baseline: number | undefined) => {
@@ -338,6 +358,7 @@ async function printMemory(bench: string): Promise<void> {
   };
   result('rss_idle_mib', serviceStart, bareStart);
   result('rss_mib', servicePeak, barePeak);
+  if (setUpPeak !== undefined) result('rss_setup_mib', setUpPeak, barePeak);
 }
 
 /**
