@@ -8,7 +8,7 @@ import { RecentReads } from '../../lib/recent-reads.ts';
 import type { AuditEventsService } from '../audit-events/index.ts';
 import type { Principal } from '../credentials/principal.ts';
 import { ROLE_SCOPES, type Role, type Scope } from '../credentials/scopes.schemas.ts';
-import type { MembersService } from '../members/index.ts';
+import type { MemberRole, MembersService } from '../members/index.ts';
 import type { Member } from '../members/members.schemas.ts';
 import type { OrganizationsService } from '../organizations/index.ts';
 import type { Organization } from '../organizations/organizations.schemas.ts';
@@ -34,7 +34,7 @@ export interface AuthServiceDeps {
   store: AuthStore;
   clock: Clock;
   organizations: Pick<OrganizationsService, 'create' | 'get'>;
-  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findUserByEmail' | 'listMembershipsOfUser'>;
+  members: Pick<MembersService, 'createUserAndMember' | 'find' | 'findRole' | 'findUserByEmail' | 'listMembershipsOfUser'>;
   audit: Pick<AuditEventsService, 'record'>;
   /** log2 of scrypt's N for new password hashes (`PASSWORD_HASH_COST`). */
   passwordHashCost: number;
@@ -257,7 +257,7 @@ export function createAuthService(deps: AuthServiceDeps) {
       }
       // The member is read for every request (never remembered), so that a role change or a removal
       // binds the very next request.
-      const member = await members.find(session.organization_id, session.member_id);
+      const member = await members.findRole(session.organization_id, session.member_id);
       if (!member) throw new AppError('credential_revoked', 'The member was removed from the organization.');
       return { ...principalFor(member, session.id, session.created_at), expiresAt: session.access_expires_at };
     },
@@ -274,7 +274,7 @@ const ROLE_SCOPE_SETS: Record<Role, ReadonlySet<Scope>> = {
 };
 
 /** The caller a dashboard session of `member` is: also the actor of what a just-opened session did (an accepted invite). */
-export function principalFor(member: Member, sessionId: string, signedInAt?: string): Principal {
+export function principalFor(member: MemberRole, sessionId: string, signedInAt?: string): Principal {
   return {
     ...(signedInAt === undefined ? {} : { signedInAt }),
     kind: 'dashboard_token',

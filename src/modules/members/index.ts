@@ -14,5 +14,5 @@ export function createMembersModule(deps: Omit<MembersServiceDeps, 'store'>): Mo
   return { name: 'members', service, routes: (server) => registerMembersRoutes(server, service) };
 }
 
-export type { MemberRemovalListener, MembersService } from './members.service.ts';
+export type { MemberRemovalListener, MemberRole, MembersService } from './members.service.ts';
 export type { Member } from './members.schemas.ts';

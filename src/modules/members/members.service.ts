@@ -11,6 +11,9 @@ import { outranks, type Role } from '../credentials/scopes.schemas.ts';
 import type { Member } from './members.schemas.ts';
 import type { MemberRow, MembersStore } from './members.store.ts';
 
+/** What authentication needs of a member: who, where and with which role. */
+export type MemberRole = Pick<Member, 'id' | 'organization_id' | 'role'>;
+
 function toMember(row: MemberRow): Member {
   return {
     id: row.id,
@@ -287,6 +290,16 @@ export function createMembersService(deps: MembersServiceDeps) {
     async find(organizationId: string, id: string, executor: Db = db): Promise<Member | undefined> {
       const row = await store.find(executor, organizationId, id);
       return row ? toMember(row) : undefined;
+    },
+
+    /**
+     * Who a credential acts as, for its authentication: the member's id, organization and role, read
+     * from the store on every request like `find` (never remembered, for the same reason), without
+     * the user's row that only answers need.
+     */
+    async findRole(organizationId: string, id: string): Promise<MemberRole | undefined> {
+      const row = await store.findRole(db, organizationId, id);
+      return row ? { id: row.id, organization_id: row.organization_id, role: row.role as Role } : undefined;
     },
 
     /**

@@ -22,6 +22,11 @@ const byId = compileOnce((db, p: { organizationId: string; id: string }) =>
   joined(db).where('members.organization_id', '=', p.organizationId).where('members.id', '=', p.id),
 );
 
+// The role alone, for authentication (every dashboard and OAuth request): one row by key, no join.
+const roleById = compileOnce((db, p: { organizationId: string; id: string }) =>
+  db.selectFrom('members').select(['id', 'organization_id', 'role']).where('organization_id', '=', p.organizationId).where('id', '=', p.id),
+);
+
 // Holds the user's row too (the inner join): nothing else writes a user while its membership changes.
 const lockById = compileOnce((db, p: { organizationId: string; id: string }, dialect) =>
   dialect.lockRows(joined(db).where('members.organization_id', '=', p.organizationId).where('members.id', '=', p.id)),
@@ -49,6 +54,9 @@ export function createMembersStore() {
     },
     find(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {
       return byId.first(db, { organizationId, id });
+    },
+    findRole(db: Db, organizationId: string, id: string): Promise<Pick<MembersTable, 'id' | 'organization_id' | 'role'> | undefined> {
+      return roleById.first(db, { organizationId, id });
     },
     /** As `find`, the member's row held until the transaction ends (`dialect.lockRows`). */
     lock(db: Db, organizationId: string, id: string): Promise<MemberRow | undefined> {

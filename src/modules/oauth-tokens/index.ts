@@ -10,7 +10,7 @@ import type { Module } from '../module.ts';
 import { createOauthTokensService, type OauthTokensService } from './oauth-tokens.service.ts';
 import { createOauthTokensStore } from './oauth-tokens.store.ts';
 
-export function createOauthTokensModule(deps: { db: Db; clock: Clock; members: Pick<MembersService, 'find'> }): Module<OauthTokensService> {
+export function createOauthTokensModule(deps: { db: Db; clock: Clock; members: Pick<MembersService, 'findRole'> }): Module<OauthTokensService> {
   return { name: 'oauth-tokens', service: createOauthTokensService({ ...deps, store: createOauthTokensStore() }) };
 }
 

@@ -39,7 +39,7 @@ interface AuthenticatedToken {
   memberId: string | null;
 }
 
-export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore; clock: Clock; members: Pick<MembersService, 'find'> }) {
+export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore; clock: Clock; members: Pick<MembersService, 'findRole'> }) {
   const { db, store, clock, members } = deps;
   const authenticated = new RecentReads<AuthenticatedToken>({ clock, ttlMs: OAUTH_CACHE_TTL_MS, maxEntries: OAUTH_CACHE_MAX });
   const tokenTags = (token: AuthenticatedToken) => [token.principal.credentialId];
@@ -163,7 +163,7 @@ export function createOauthTokensService(deps: { db: Db; store: OauthTokensStore
       if (memberId === null) return principal;
       // The member is read on every request (never remembered), like a dashboard token's: a demotion
       // narrows the token at its very next request, and a removal ends it.
-      const member = await members.find(principal.organizationId, memberId);
+      const member = await members.findRole(principal.organizationId, memberId);
       if (!member) throw new AppError('credential_revoked', 'The member who authorized this app is no longer in the organization.');
       return boundByRole(principal, member.role);
     },
