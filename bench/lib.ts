@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { startCommand, type StartCommand } from '../scripts/start-command.ts';
 
 const BENCH_DIR = import.meta.dirname;
 
@@ -376,22 +377,12 @@ function cleanEnv(): NodeJS.ProcessEnv {
 }
 
 /**
- * How `npm start` runs the service (package.json's `start` script, the one place it is written:
- * `MALLOC_ARENA_MAX`, `--max-semi-space-size`, docs/benchmarks.md#memory): the environment it sets,
- * and its node flags, then any extra ones, e.g. `BENCH_SERVER_NODE_ARGS="--cpu-prof
- * --cpu-prof-dir=/tmp/prof"`, which come later and so win.
+ * How `npm start` runs the service (scripts/start-command.ts), then any extra node flags, e.g.
+ * `BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`, which come later and so win.
  */
-function serverStart(): { env: Record<string, string>; nodeArgs: string[] } {
-  const manifest = JSON.parse(readFileSync(path.join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = manifest.scripts.start.split(/\s+/);
-  const env: Record<string, string> = {};
-  while (words[0] !== undefined && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
-    const [name, ...value] = words.shift()!.split('=');
-    env[name!] = value.join('=');
-  }
-  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts')
-    throw new Error(`package.json's start script is not "[NAME=value ...] node [flags] src/main.ts": ${manifest.scripts.start}`);
-  return { env, nodeArgs: [...words.slice(1, -1), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)] };
+function serverStart(): StartCommand {
+  const { env, nodeArgs } = startCommand();
+  return { env, nodeArgs: [...nodeArgs, ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)] };
 }
 
 /**

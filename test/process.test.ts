@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { after, describe, it, type TestContext } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { startCommand } from '../scripts/start-command.ts';
 import { listeningUrl, spawnService, type ServiceProcess } from './service-process.ts';
 import { waitFor } from './wait.ts';
 
@@ -30,6 +32,16 @@ const REPORT_S3_CLIENT = `--import=data:text/javascript,${encodeURIComponent(`
 `)}`;
 
 describe('the service process', () => {
+  it('npm start’s node flags are ones this Node accepts (V8 flags pass through Node, and an unknown one stops it)', () => {
+    const { env, nodeArgs } = startCommand();
+    assert.ok(nodeArgs.includes('--heap-growing-percent=30') && nodeArgs.includes('--max-semi-space-size=8'), nodeArgs.join(' '));
+    const run = spawnSync(process.execPath, [...nodeArgs, '-e', 'process.stdout.write("ran")'], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout, 'ran');
+    const bogus = spawnSync(process.execPath, ['--heap-growing-percent-bogus=1', '-e', '0'], { encoding: 'utf8' });
+    assert.notEqual(bogus.status, 0, 'an unknown flag must stop node, or the check above proves nothing');
+  });
+
   for (const [variable, value] of [
     ['PORT', 'eighty'],
     ['DATABASE_URL', 'mysql://localhost/db'],
