@@ -377,7 +377,6 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
         // Same handler as the service registers (webhook-endpoints.job.ts), other options.
         const own = createWorker({
           db,
-          dialect: store.dialect,
           clock: systemClock,
           log: app.server.log,
           catalog: [webhookDelivery],

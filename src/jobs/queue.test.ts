@@ -32,7 +32,7 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     clock ??= new ManualClock('2026-06-01T00:00:00Z');
     const store = (options.store ?? bed.testStore).store;
     const queue = createQueue({ clock });
-    const worker = createWorker({ db: store.db, dialect: store.dialect, clock, log: silent, pollMs: 10, catalog: [Tick], ...options });
+    const worker = createWorker({ db: store.db, clock, log: silent, pollMs: 10, catalog: [Tick], ...options });
     bed.track(worker);
     return { queue, worker, db: store.db };
   };

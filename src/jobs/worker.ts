@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import { compileOnce } from '../db/compiled-query.ts';
 import type { Db, Trx } from '../db/connect.ts';
-import type { Dialect } from '../db/dialect.ts';
 import type { JobsTable } from '../db/schema.ts';
 import { SECOND, type Clock } from '../lib/clock.ts';
 import { JOBS } from './catalog.ts';
@@ -69,7 +69,6 @@ export interface WorkerLog {
 
 export interface WorkerOptions {
   db: Db;
-  dialect: Dialect;
   clock: Clock;
   log: WorkerLog;
   /** Jobs run at once by this worker. */
@@ -95,6 +94,57 @@ export const HAND_BACK_DELAY_MS = 30 * SECOND;
 
 /** `last_error` of a job taken over after its lease ran out: the attempt before is the lost one. */
 export const LOST_ATTEMPT_ERROR = 'worker_lost: the lease ran out during the previous attempt';
+
+/**
+ * Claims up to `limit` due jobs of `names` in one statement (no transaction of its own): a CTE picks
+ * them, the update marks them running under the worker's lease and returns them. On PostgreSQL the
+ * CTE's rows are locked `SKIP LOCKED`, so concurrent claims (other processes) take disjoint jobs.
+ * Compiled once (db/compiled-query.ts): a busy worker claims hundreds of times a second.
+ *
+ * The (status, run_at) index stays the path: the name is checked on the rows it yields, which are
+ * nearly all known ones. Two ranges rather than one OR: each is a range of that index read in order,
+ * where an OR made the store sort every due job to pick the next few. A running job whose lease ran
+ * out belongs to a worker that died; it goes first. Each range sits in a derived table of its own,
+ * which is where a LIMIT (and PostgreSQL's row lock) may stand inside a UNION on both backends.
+ */
+const claimDue = compileOnce((db, p: { names: string[]; now: string; leaseUntil: string; limit: number; workerId: string }, dialect) => {
+  const expired = dialect.lockSkipLocked(
+    db.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', p.now).where('name', 'in', p.names).limit(p.limit),
+  );
+  const queued = dialect.lockSkipLocked(
+    db.selectFrom('jobs').select('id').where('status', '=', 'queued').where('run_at', '<=', p.now).where('name', 'in', p.names).orderBy('run_at').limit(p.limit),
+  );
+  return db
+    .with('due', (qb) =>
+      qb
+        .selectFrom(expired.as('expired'))
+        .select('id')
+        .unionAll(qb.selectFrom(queued.as('queued')).select('id'))
+        .limit(p.limit),
+    )
+    .updateTable('jobs')
+    .set({
+      status: 'running',
+      locked_by: p.workerId,
+      locked_until: p.leaseUntil,
+      attempts: sql<number>`attempts + 1`,
+      // The right-hand side reads the row as it was: a job still `running` is one taken over.
+      last_error: sql<string | null>`case when status = 'running' then ${LOST_ATTEMPT_ERROR} else last_error end`,
+      updated_at: p.now,
+    })
+    .where('id', 'in', (qb) => qb.selectFrom('due').select('due.id'))
+    .returningAll();
+});
+
+/** Succeeded attempts of one attempt number, recorded where the worker still holds their lease. */
+const settleSucceeded = compileOnce((db, p: { ids: string[]; workerId: string; attempts: number; updatedAt: string }) =>
+  db
+    .updateTable('jobs')
+    .set({ status: 'succeeded', last_error: null, locked_by: null, locked_until: null, updated_at: p.updatedAt })
+    .where('id', 'in', p.ids)
+    .where('locked_by', '=', p.workerId)
+    .where('attempts', '=', p.attempts),
+);
 
 type Outcome = Pick<JobsTable, 'status' | 'last_error'> & Partial<Pick<JobsTable, 'run_at'>>;
 
@@ -126,7 +176,7 @@ interface Registered {
  * version knows waits for a new worker instead of being failed by an old one.
  */
 export function createWorker(options: WorkerOptions) {
-  const { db, dialect, clock, log } = options;
+  const { db, clock, log } = options;
   const catalog = new Map((options.catalog ?? JOBS).map((definition) => [definition.name, definition]));
   const scheduler = createScheduler({ db, clock, jobs: [...catalog.values()].filter(isRecurring) });
   const concurrency = options.concurrency ?? 16;
@@ -160,43 +210,17 @@ export function createWorker(options: WorkerOptions) {
    * rows are locked `SKIP LOCKED`, so concurrent claims (other processes) take disjoint jobs.
    */
   async function claim(limit: number): Promise<JobsTable[]> {
-    const now = clock.now();
-    const nowIso = now.toISOString();
-    // Jobs of other names are left to workers that know them. The (status, run_at) index stays the
-    // path: the name is checked on the rows it yields, which are nearly all known ones.
+    // Jobs of other names are left to workers that know them (see claimDue).
     const names = [...handlers.keys()];
     if (names.length === 0) return [];
-    // Two ranges rather than one OR: each is a range of the (status, run_at) index read in order,
-    // where an OR made the store sort every due job to pick the next few. A running job whose lease
-    // ran out belongs to a worker that died; it goes first. Each range sits in a derived table of its
-    // own, which is where a LIMIT (and PostgreSQL's row lock) may stand inside a UNION on both backends.
-    const expired = dialect.lockSkipLocked(
-      db.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', nowIso).where('name', 'in', names).limit(limit),
-    );
-    const queued = dialect.lockSkipLocked(
-      db.selectFrom('jobs').select('id').where('status', '=', 'queued').where('run_at', '<=', nowIso).where('name', 'in', names).orderBy('run_at').limit(limit),
-    );
-    return db
-      .with('due', (qb) =>
-        qb
-          .selectFrom(expired.as('expired'))
-          .select('id')
-          .unionAll(qb.selectFrom(queued.as('queued')).select('id'))
-          .limit(limit),
-      )
-      .updateTable('jobs')
-      .set({
-        status: 'running',
-        locked_by: workerId,
-        locked_until: new Date(now.getTime() + leaseMs).toISOString(),
-        attempts: sql<number>`attempts + 1`,
-        // The right-hand side reads the row as it was: a job still `running` is one taken over.
-        last_error: sql<string | null>`case when status = 'running' then ${LOST_ATTEMPT_ERROR} else last_error end`,
-        updated_at: nowIso,
-      })
-      .where('id', 'in', (qb) => qb.selectFrom('due').select('due.id'))
-      .returningAll()
-      .execute();
+    const now = clock.now();
+    return claimDue.all(db, {
+      names,
+      now: now.toISOString(),
+      leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
+      limit,
+      workerId,
+    });
   }
 
   /**
@@ -322,15 +346,7 @@ export function createWorker(options: WorkerOptions) {
         .where('attempts', '=', job.attempts)
         .execute();
     }
-    for (const [attempts, ids] of succeeded) {
-      await trx
-        .updateTable('jobs')
-        .set({ status: 'succeeded', last_error: null, ...released })
-        .where('id', 'in', ids)
-        .where('locked_by', '=', workerId)
-        .where('attempts', '=', attempts)
-        .execute();
-    }
+    for (const [attempts, ids] of succeeded) await settleSucceeded.run(trx, { ids, workerId, attempts, updatedAt });
   }
 
   async function execute(job: JobsTable, abort: AbortController, handlerDone: () => void): Promise<void> {

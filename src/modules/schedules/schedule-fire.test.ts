@@ -63,7 +63,7 @@ function recordingTarget(server: TestServer) {
 
 /** The schedules module on the server's store with `targets`, and a worker that runs only its fire jobs. */
 function firing(server: TestServer, targets: NotificationTargets, queue: Pick<Queue, 'enqueue' | 'cancel'> = createQueue({ clock: server.clock })) {
-  const { db, dialect } = server.app.store;
+  const { db } = server.app.store;
   const module = createSchedulesModule({
     db,
     clock: server.clock,
@@ -72,7 +72,7 @@ function firing(server: TestServer, targets: NotificationTargets, queue: Pick<Qu
     targets,
     runs: server.app.services.runs.scheduleTargets,
   });
-  const worker = createWorker({ db, dialect, clock: server.clock, log: { error() {}, warn() {} }, catalog: [scheduleFire] });
+  const worker = createWorker({ db, clock: server.clock, log: { error() {}, warn() {} }, catalog: [scheduleFire] });
   for (const job of module.jobs ?? []) worker.register(job.definition, job.handler);
   return { service: module.service, runDue: () => worker.drain() };
 }
