@@ -112,7 +112,14 @@ const claimDue = compileOnce((db, p: { names: string[]; now: string; leaseUntil:
     db.selectFrom('jobs').select('id').where('status', '=', 'running').where('locked_until', '<', p.now).where('name', 'in', p.names).limit(p.limit),
   );
   const queued = dialect.lockSkipLocked(
-    db.selectFrom('jobs').select('id').where('status', '=', 'queued').where('run_at', '<=', p.now).where('name', 'in', p.names).orderBy('run_at').limit(p.limit),
+    db
+      .selectFrom('jobs')
+      .select('id')
+      .where('status', '=', 'queued')
+      .where('run_at', '<=', p.now)
+      .where('name', 'in', p.names)
+      .orderBy('run_at')
+      .limit(p.limit),
   );
   return db
     .with('due', (qb) =>
