@@ -211,13 +211,8 @@ export function createWorker(options: WorkerOptions) {
     else wakePending = true;
   }
 
-  /**
-   * Claims up to `limit` due jobs in one statement (no transaction of its own): a CTE picks them, the
-   * update marks them running under this worker's lease and returns them. On PostgreSQL the CTE's
-   * rows are locked `SKIP LOCKED`, so concurrent claims (other processes) take disjoint jobs.
-   */
+  /** Claims up to `limit` due jobs this worker has handlers for (claimDue); other names are left to workers that know them. */
   async function claim(limit: number): Promise<JobsTable[]> {
-    // Jobs of other names are left to workers that know them (see claimDue).
     const names = [...handlers.keys()];
     if (names.length === 0) return [];
     const now = clock.now();
