@@ -1,4 +1,4 @@
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 import { compileOnce } from '../db/compiled-query.ts';
 import type { Trx } from '../db/connect.ts';
 import type { JobsTable } from '../db/schema.ts';
@@ -43,6 +43,19 @@ const insertJob = compileOnce((db, p: { row: JobsTable; replace: boolean }) =>
 );
 
 /**
+ * Each job's payload schema compiled on its first enqueue: TypeBox's dynamic `Value.Check` walks the
+ * schema on every call (about 3 µs for a one-field payload, measured), the compiled check does not,
+ * and nearly every write request enqueues.
+ */
+const payloadChecks = new WeakMap<JobDefinition, ReturnType<typeof Compile>>();
+
+function assertPayload(definition: JobDefinition, payload: unknown): void {
+  let check = payloadChecks.get(definition);
+  if (!check) payloadChecks.set(definition, (check = Compile(definition.payload)));
+  if (!check.Check(payload)) throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
+}
+
+/**
  * Writing jobs. `enqueue` takes the caller's transaction, so a change and the work it causes are
  * committed together or not at all (the transactional outbox): nothing is lost between the two.
  */
@@ -50,9 +63,7 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
   const { clock } = deps;
   const queue = {
     async enqueue<D extends JobDefinition>(trx: Trx, definition: D, payload: JobPayload<D>, options: EnqueueOptions = {}): Promise<string> {
-      if (!Value.Check(definition.payload, payload)) {
-        throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(payload)}`);
-      }
+      assertPayload(definition, payload);
       const now = clock.now();
       const runAt = (options.runAt ?? now).toISOString();
       const id = newId('job', now.getTime());
@@ -99,11 +110,7 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
       jobs: readonly { payload: JobPayload<D>; runAt?: Date; dedupeKey?: string }[],
     ): Promise<string[]> {
       if (jobs.length === 0) return [];
-      for (const job of jobs) {
-        if (!Value.Check(definition.payload, job.payload)) {
-          throw new Error(`payload of job ${definition.name} does not match its schema: ${JSON.stringify(job.payload)}`);
-        }
-      }
+      for (const job of jobs) assertPayload(definition, job.payload);
       const now = clock.now();
       const at = now.toISOString();
       const rows = jobs.map((job) => ({
