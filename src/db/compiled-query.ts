@@ -1,6 +1,15 @@
-import { createQueryId, PostgresAdapter, SqliteAdapter, type Compilable, type CompiledQuery, type DialectAdapter, type RootOperationNode } from 'kysely';
-import type { Db } from './connect.ts';
+import {
+  createQueryId,
+  PostgresAdapter,
+  SqliteAdapter,
+  type Compilable,
+  type CompiledQuery,
+  type DialectAdapter,
+  type Kysely,
+  type RootOperationNode,
+} from 'kysely';
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
+import type { Database } from './schema.ts';
 
 /**
  * A query built by Kysely once per shape and dialect, then run again and again with new values.
@@ -99,25 +108,26 @@ function dialectOf(adapter: DialectAdapter): Dialect {
   throw new Error(`compileOnce: no dialect for the adapter ${adapter.constructor.name}`);
 }
 
-export interface CompiledSite<P, O> {
+/** `DB`: the tables the site's handle is typed by (the service's own by default; the sandbox's have theirs). */
+export interface CompiledSite<P, O, DB = Database> {
   /** Every row. */
-  all(db: Db, params: P): Promise<O[]>;
+  all(db: Kysely<DB>, params: P): Promise<O[]>;
   /** The first row, if any (like `executeTakeFirst`: add a `limit` where more may match). */
-  first(db: Db, params: P): Promise<O | undefined>;
+  first(db: Kysely<DB>, params: P): Promise<O | undefined>;
   /** A write without `returning`: how many rows it inserted, updated or deleted. */
-  run(db: Db, params: P): Promise<number>;
+  run(db: Kysely<DB>, params: P): Promise<number>;
 }
 
-export type Build<P, O> = (db: Db, params: P, dialect: Dialect) => Compilable<O>;
+export type Build<P, O, DB = Database> = (db: Kysely<DB>, params: P, dialect: Dialect) => Compilable<O>;
 
 /**
  * A query site compiled once per shape: `build` receives the parameters with markers in place of
  * their values (see above) and the dialect; the site's calls take the real values.
  */
-export function compileOnce<P extends object, O>(build: Build<P, O>): CompiledSite<P, O> {
+export function compileOnce<P extends object, O, DB = Database>(build: Build<P, O, DB>): CompiledSite<P, O, DB> {
   const perDialect = new Map<Dialect, Map<string, Shape>>();
 
-  function compileShape(db: Db, params: P, dialect: Dialect): Shape {
+  function compileShape(db: Kysely<DB>, params: P, dialect: Dialect): Shape {
     const markers = withMarkers(params, { index: 0 }) as P;
     const compiled = build(db, markers, dialect).compile();
     const used = new Set<number>();
@@ -144,7 +154,7 @@ export function compileOnce<P extends object, O>(build: Build<P, O>): CompiledSi
     return { sql: compiled.sql, query: compiled.query, slots, constants };
   }
 
-  async function execute(db: Db, params: P) {
+  async function execute(db: Kysely<DB>, params: P) {
     // `getExecutor()` is marked internal in Kysely's types; it is the one way to tell a handle's
     // dialect and plugins, and the tests (run on both backends) would catch a change of it.
     const executor = db.getExecutor();

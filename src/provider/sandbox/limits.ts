@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { compileOnce } from '../../db/compiled-query.ts';
 import { HOUR, type Clock } from '../../lib/clock.ts';
 import type { Behaviour, SandboxNumber, SandboxState, Throttle } from './state.ts';
 import type { SandboxStore } from './store/index.ts';
@@ -36,6 +37,24 @@ export function throughputCeiling(number: SandboxNumber, behaviour: Behaviour): 
   return number.throughputLevel === 'HIGH' ? DEFAULT_MPS.high : DEFAULT_MPS.standard;
 }
 
+/**
+ * One call counted in the key's current fixed window (a window that has passed starts again at 1),
+ * answering the count: one statement, so every process serving the sandbox counts against the same
+ * window. Compiled once (db/compiled-query.ts): every Graph call counts at least once.
+ */
+const countInWindow = compileOnce((db: SandboxStore['db'], p: { key: string; window: number }) =>
+  db
+    .insertInto('sandbox_rate_windows')
+    .values({ key: p.key, period: p.window, count: 1 })
+    .onConflict((conflict) =>
+      conflict.column('key').doUpdateSet({
+        count: sql<number>`case when sandbox_rate_windows.period = excluded.period then sandbox_rate_windows.count + 1 else 1 end`,
+        period: sql<number>`excluded.period`,
+      }),
+    )
+    .returning('count'),
+);
+
 export function createLimits(options: { store: SandboxStore; clock: Clock; state: SandboxState }) {
   const { db } = options.store;
 
@@ -43,22 +62,9 @@ export function createLimits(options: { store: SandboxStore; clock: Clock; state
     return Math.min(100, Math.round((used / budget) * 100));
   }
 
-  /**
-   * Counts one call in the key's current fixed window and answers the count: one statement, so every
-   * process serving the sandbox counts against the same window.
-   */
   async function count(key: string, window: number): Promise<number> {
-    const row = await db
-      .insertInto('sandbox_rate_windows')
-      .values({ key, period: window, count: 1 })
-      .onConflict((conflict) =>
-        conflict.column('key').doUpdateSet({
-          count: sql<number>`case when sandbox_rate_windows.period = excluded.period then sandbox_rate_windows.count + 1 else 1 end`,
-          period: sql<number>`excluded.period`,
-        }),
-      )
-      .returning('count')
-      .executeTakeFirstOrThrow();
+    const row = await countInWindow.first(db, { key, window });
+    if (row === undefined) throw new Error('the rate window upsert returned no row');
     return row.count;
   }
 

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { DAY, type Clock } from '../../lib/clock.ts';
 import { pooledRandomBytes, randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { compileOnce } from '../../db/compiled-query.ts';
 import { newSeq, type SandboxStore } from './store/index.ts';
 import type { SandboxBehaviourRow, SandboxMessageRow, SandboxNumberRow } from './store/tables.ts';
 
@@ -217,6 +218,26 @@ const tokenHash = (token: string): string => sha256Hex(token);
  * their subscriptions, tokens, messages and windows, and the control API's behaviour. Every process
  * serving the sandbox sees the same world, and a restart keeps it.
  */
+type SandboxDb = SandboxStore['db'];
+
+// The statements every Graph call or send makes, compiled once (db/compiled-query.ts): a stand-in
+// provider in the service's own process shares its CPU with the service it answers.
+const numberById = compileOnce((db: SandboxDb, p: { phoneNumberId: string }) =>
+  db.selectFrom('sandbox_numbers').selectAll().where('phone_number_id', '=', p.phoneNumberId),
+);
+const insertMessage = compileOnce((db: SandboxDb, p: { row: SandboxMessageRow }) => db.insertInto('sandbox_messages').values(p.row));
+const behaviourRow = compileOnce((db: SandboxDb, p: { id: number }) => db.selectFrom('sandbox_behaviour').selectAll().where('id', '=', p.id));
+const tokenByHash = compileOnce((db: SandboxDb, p: { hash: string }) =>
+  db.selectFrom('sandbox_tokens').select(['waba_id', 'app_id', 'revoked']).where('token_hash', '=', p.hash),
+);
+const conversationWindow = compileOnce((db: SandboxDb, p: { phoneNumberId: string; waId: string }) =>
+  db
+    .selectFrom('sandbox_conversations')
+    .select(['last_inbound_at', 'last_referral_at'])
+    .where('phone_number_id', '=', p.phoneNumberId)
+    .where('wa_id', '=', p.waId),
+);
+
 export function createSandboxState(store: SandboxStore, clock: Clock, options: { autoStatus: boolean; templateReview: TemplateReview }) {
   const { db } = store;
   let recordedSinceTrim = 0;
@@ -244,14 +265,13 @@ export function createSandboxState(store: SandboxStore, clock: Clock, options: {
   }
 
   async function findNumber(phoneNumberId: string): Promise<SandboxNumber | undefined> {
-    const row = await db.selectFrom('sandbox_numbers').selectAll().where('phone_number_id', '=', phoneNumberId).executeTakeFirst();
+    const row = await numberById.first(db, { phoneNumberId });
     return row === undefined ? undefined : numberOf(row);
   }
 
   async function remember(message: SandboxMessage): Promise<void> {
-    await db
-      .insertInto('sandbox_messages')
-      .values({
+    await insertMessage.run(db, {
+      row: {
         id: message.id,
         seq: newSeq(message.createdAt),
         direction: message.direction,
@@ -263,8 +283,8 @@ export function createSandboxState(store: SandboxStore, clock: Clock, options: {
         free_entry_point: message.freeEntryPoint ? 1 : 0,
         biz_opaque_callback_data: message.bizOpaqueCallbackData ?? null,
         created_at: iso(message.createdAt),
-      })
-      .execute();
+      },
+    });
     // Trimmed in batches, so that keeping the table bounded costs little per message.
     recordedSinceTrim += 1;
     if (recordedSinceTrim >= TRIM_EVERY) {
@@ -286,7 +306,8 @@ export function createSandboxState(store: SandboxStore, clock: Clock, options: {
   }
 
   async function readBehaviour(): Promise<Behaviour> {
-    const row = await db.selectFrom('sandbox_behaviour').selectAll().where('id', '=', 1).executeTakeFirstOrThrow();
+    const row = await behaviourRow.first(db, { id: 1 });
+    if (row === undefined) throw new Error('the sandbox behaviour row is missing: ready() creates it at start');
     return behaviourOf(row);
   }
 
@@ -389,7 +410,7 @@ export function createSandboxState(store: SandboxStore, clock: Clock, options: {
     },
 
     async findToken(token: string): Promise<SandboxToken | undefined> {
-      const row = await db.selectFrom('sandbox_tokens').select(['waba_id', 'app_id', 'revoked']).where('token_hash', '=', tokenHash(token)).executeTakeFirst();
+      const row = await tokenByHash.first(db, { hash: tokenHash(token) });
       return row === undefined ? undefined : { wabaId: row.waba_id, appId: row.app_id, revoked: row.revoked === 1 };
     },
 
@@ -515,12 +536,7 @@ export function createSandboxState(store: SandboxStore, clock: Clock, options: {
 
     /** Whether the user's 24-hour window is open (§9), and whether an ad referral made replies free. */
     async conversation(phoneNumberId: string, waId: string): Promise<{ windowOpen: boolean; freeEntryPoint: boolean }> {
-      const row = await db
-        .selectFrom('sandbox_conversations')
-        .select(['last_inbound_at', 'last_referral_at'])
-        .where('phone_number_id', '=', phoneNumberId)
-        .where('wa_id', '=', waId)
-        .executeTakeFirst();
+      const row = await conversationWindow.first(db, { phoneNumberId, waId });
       const now = clock.now().getTime();
       const within = (at: string | null | undefined, ms: number): boolean => at !== null && at !== undefined && now - Date.parse(at) < ms;
       return { windowOpen: within(row?.last_inbound_at, WINDOW_MS), freeEntryPoint: within(row?.last_referral_at, FREE_ENTRY_POINT_MS) };
