@@ -357,22 +357,31 @@ export function createConversationsService(deps: ConversationsServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      if (await store.insertIfAbsent(trx, fresh)) {
+      // Nearly every message joins a thread that exists: it is read first, and created only when it is
+      // not there; a first message that lost the race to a concurrent one reads the winner's row.
+      // Imported history moves nothing, so it reads without the lock.
+      const readThread = () => (input.imported ? store.findThread : store.lockThread)(trx, input.connectionId, input.contactId);
+      const existing = await readThread();
+      if (existing === undefined && (await store.insertIfAbsent(trx, fresh))) {
         await moveWarning(trx, fresh, null);
         const conversation = toConversation(fresh);
         await events.emit(trx, { type: 'conversation.created', organizationId: input.organizationId, connectionId: input.connectionId, object: conversation });
         return conversation;
       }
-      if (input.imported) return toConversation((await store.findThread(trx, input.connectionId, input.contactId))!);
-      const row = (await store.lockThread(trx, input.connectionId, input.contactId))!;
-      const changes = {
-        last_message_at: later(row.last_message_at, at),
-        last_inbound_at: input.inbound ? later(row.last_inbound_at, at) : row.last_inbound_at,
-        // The customer wrote again: whatever was settled or awaited, someone has to look.
-        state: input.inbound && row.state !== 'open' ? 'open' : row.state,
-      };
-      const next = { ...row, ...changes, updated_at: now };
-      await store.update(trx, row.id, { ...changes, updated_at: now });
+      const row = existing ?? (await readThread())!;
+      if (input.imported) return toConversation(row);
+      const lastMessageAt = later(row.last_message_at, at);
+      const lastInboundAt = input.inbound ? later(row.last_inbound_at, at) : row.last_inbound_at;
+      // The customer wrote again: whatever was settled or awaited, someone has to look.
+      const state = input.inbound && row.state !== 'open' ? 'open' : row.state;
+      // Only the columns that change are written: each indexed one written (even with its old value)
+      // rewrites its index entries, and each page they dirty is one more page the commit writes.
+      const changes: ConversationChanges = { updated_at: now };
+      if (lastMessageAt !== row.last_message_at) changes.last_message_at = lastMessageAt;
+      if (lastInboundAt !== row.last_inbound_at) changes.last_inbound_at = lastInboundAt;
+      if (state !== row.state) changes.state = state;
+      const next = { ...row, ...changes };
+      await store.update(trx, row.id, changes);
       await moveWarning(trx, next, expiryOf(row.last_inbound_at));
       // Only the state is a change people act on; the clocks move with every message.
       if (next.state !== row.state) await emitUpdated(trx, input.organizationId, row, next);
