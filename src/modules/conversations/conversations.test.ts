@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
-import { suiteScope, type TestServer } from '../../../test/harness.ts';
+import { sql } from 'kysely';
+import { suiteScope, usingPostgres, type TestServer } from '../../../test/harness.ts';
 import { createConnection, createKey, inbound, newCustomer, settle, type SignedUp, startServerWithOwner } from '../../../test/factories.ts';
 
 describe('the window_expiring timer', () => {
@@ -193,5 +194,87 @@ describe('the window_expiring timer', () => {
       await runTo(start, 26 * HOUR);
       assert.deepEqual(await expiries(survivor.conversation_id), [iso(start + 24 * HOUR)]);
     });
+  });
+});
+
+describe('filing a message into its thread', () => {
+  let server: TestServer;
+  let owner: SignedUp;
+  const suite = suiteScope();
+  before(async () => {
+    ({ server, owner } = await startServerWithOwner(suite));
+  });
+
+  it('two first messages of one thread at once file into one conversation, created once', async () => {
+    const support = await createConnection(server, owner, { name: 'Support' });
+    const sales = await createConnection(server, owner, { name: 'Sales' });
+    // The customer has a thread on Support, none yet on Sales.
+    const written = await inbound(server, support);
+    const { db } = server.app.store;
+    const { conversations } = server.app.services;
+    const input = { organizationId: owner.organizationId, connectionId: sales.id, contactId: written.contact_id, inbound: true, imported: false };
+    const earlier = server.clock.now();
+    const later = new Date(earlier.getTime() + 1000);
+
+    // The first creates the thread and holds its transaction open; the second starts meanwhile.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let filed!: () => void;
+    const firstFiled = new Promise<void>((resolve) => (filed = resolve));
+    const first = db.transaction().execute(async (trx) => {
+      const conversation = await conversations.recordMessage(trx, { ...input, at: earlier });
+      filed();
+      await held;
+      return conversation;
+    });
+    await firstFiled;
+    const second = db.transaction().execute((trx) => conversations.recordMessage(trx, { ...input, at: later }));
+    if (usingPostgres) {
+      // On PostgreSQL the second does not see the uncommitted thread: its insert waits on the first's.
+      // Released once it waits (or after a few seconds: then it meets the committed row instead).
+      for (let tries = 0; tries < 200; tries++) {
+        const { rows } = await sql<{ waiting: number }>`
+          select count(*)::int as waiting from pg_stat_activity
+          where wait_event_type = 'Lock' and query like 'insert into "conversations"%'`.execute(db);
+        if (rows[0]!.waiting > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    release();
+    const [created, joined] = await Promise.all([first, second]);
+
+    assert.equal(joined.id, created.id);
+    assert.equal(joined.last_inbound_at, later.toISOString());
+    const threads = await db
+      .selectFrom('conversations')
+      .select('id')
+      .where('connection_id', '=', sales.id)
+      .where('contact_id', '=', written.contact_id)
+      .execute();
+    assert.deepEqual(threads, [{ id: created.id }]);
+    const announced = await db.selectFrom('events').select('data').where('type', '=', 'conversation.created').execute();
+    assert.equal(announced.filter((event) => (JSON.parse(event.data) as { id: string }).id === created.id).length, 1);
+  });
+
+  it("a message older than the thread's last one moves none of its clocks or its state", async () => {
+    const support = await createConnection(server, owner, { name: 'Support' });
+    const written = await inbound(server, support);
+    const { db } = server.app.store;
+    const before = await db.selectFrom('conversations').selectAll().where('id', '=', written.conversation_id).executeTakeFirstOrThrow();
+    // An outbound message older than the thread's last one (imported late, say): the clocks stay.
+    const older = new Date(Date.parse(before.last_message_at!) - 60_000);
+    const filed = await db.transaction().execute((trx) =>
+      server.app.services.conversations.recordMessage(trx, {
+        organizationId: owner.organizationId,
+        connectionId: support.id,
+        contactId: written.contact_id,
+        at: older,
+        inbound: false,
+        imported: false,
+      }),
+    );
+    const after = await db.selectFrom('conversations').selectAll().where('id', '=', written.conversation_id).executeTakeFirstOrThrow();
+    assert.equal(filed.id, written.conversation_id);
+    assert.deepEqual({ ...after, updated_at: before.updated_at }, before);
   });
 });
