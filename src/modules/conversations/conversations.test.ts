@@ -261,7 +261,7 @@ describe('filing a message into its thread', () => {
     const written = await inbound(server, support);
     const { db } = server.app.store;
     const before = await db.selectFrom('conversations').selectAll().where('id', '=', written.conversation_id).executeTakeFirstOrThrow();
-    // An outbound message older than the thread's last one (imported late, say): the clocks stay.
+    // An outbound message older than the thread's last one (a business-app echo processed late, say).
     const older = new Date(Date.parse(before.last_message_at!) - 60_000);
     const filed = await db.transaction().execute((trx) =>
       server.app.services.conversations.recordMessage(trx, {
