@@ -51,6 +51,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
   });
   const providerWebhooks = createProviderWebhooksModule({
     db,
+    openTransaction: core.store.openRequestTransaction,
     clock,
     queue,
     log,

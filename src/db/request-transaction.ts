@@ -60,6 +60,7 @@ export class RequestTransaction implements ScopedTransaction {
     this.#afterCommit.add(fn);
   }
 
+  /** Resolves once the work is durable; throws when it is not (and then nothing of it was kept). */
   async commit(): Promise<void> {
     this.#assertOpen('commit');
     try {
@@ -80,11 +81,16 @@ export class RequestTransaction implements ScopedTransaction {
    * It never throws: it runs where a request has already failed, and a rollback that fails leaves
    * nothing to undo, since the connection broke (the server ends a transaction whose connection it
    * lost) and the driver discards it rather than lend it again.
+   *
+   * Resolves to whether what the transaction read is known to be committed. It is false only on
+   * SQLite, when the commit group it ran in (below) failed to commit: an answer made from its reads
+   * (a replayed response, a conflict) may then rest on work that was never kept, and the request
+   * must answer as a failed commit instead.
    */
-  async rollback(): Promise<void> {
-    if (!this.isOpen) return;
+  async rollback(): Promise<boolean> {
+    if (!this.isOpen) return true;
     this.#state = 'rolled back';
-    await this.#driver.rollback(this).catch(() => undefined);
+    return this.#driver.rollback(this).catch(() => true);
   }
 
   /** A service's own `db.transaction()` inside the request: a savepoint, so that it stays all-or-nothing. */
@@ -106,35 +112,102 @@ export class RequestTransaction implements ScopedTransaction {
   }
 }
 
-/** Serialises the users of a backend that has one connection (SQLite): what Kysely does above the driver otherwise. */
-class Mutex {
-  #tail: Promise<void> = Promise.resolve();
+/**
+ * The turn on a backend that has one connection (SQLite): first come, first served, except that a
+ * request transaction may be let into the open commit group ahead of other waiters.
+ */
+class Turns {
+  #held = false;
+  readonly #waiting: { readonly joinsGroup: boolean; readonly resolve: () => void }[] = [];
 
-  lock(): Promise<() => void> {
-    let release!: () => void;
-    const next = new Promise<void>((resolve) => (release = resolve));
-    const acquired = this.#tail.then(() => release);
-    this.#tail = this.#tail.then(() => next);
-    return acquired;
+  take(joinsGroup: boolean): Promise<void> {
+    if (!this.#held) {
+      this.#held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiting.push({ joinsGroup, resolve }));
+  }
+
+  /** Whether a request transaction waits for the turn, to join the commit group. */
+  get groupJoinerWaiting(): boolean {
+    return this.#waiting.some((waiter) => waiter.joinsGroup);
+  }
+
+  /** Hands the turn to the first request transaction waiting (there must be one). */
+  passToGroupJoiner(): void {
+    const index = this.#waiting.findIndex((waiter) => waiter.joinsGroup);
+    const [next] = this.#waiting.splice(index, 1);
+    next!.resolve();
+  }
+
+  /** Hands the turn to whoever waits longest, or frees it. */
+  pass(): void {
+    const next = this.#waiting.shift();
+    if (next) next.resolve();
+    else this.#held = false;
   }
 }
 
 /**
+ * Group commit, on SQLite. Its one writer runs the request transactions one after the other, so each
+ * would pay a commit of its own: every page it changed written to the WAL, though the next request
+ * changes the same pages (the tables' last leaves, the indexes' busiest ones). Instead, the request
+ * transactions that arrive while one runs join one SQLite transaction, each in a savepoint of its
+ * own (rolled back alone when it fails), and the group commits once when no request transaction
+ * waits, or after `MAX_GROUP` of them. Each request's commit resolves only when its group's commit
+ * has: no answer leaves, and no after-commit work starts, before the work is durable, and a group
+ * whose commit fails fails every request in it. Nothing else runs on the connection while a group is
+ * open (a query outside a request transaction, a worker's transaction, waits for the group's commit),
+ * so nothing outside a group reads what it has not yet committed. A member reads the earlier members'
+ * work, as it would have after their commits; an answer made from such reads waits for the group too.
+ */
+const MAX_GROUP = 16;
+
+class CommitGroup {
+  readonly connection: DatabaseConnection;
+  members = 0;
+  /** A member's savepoint could not be rolled back: the group's state is unknown, so it rolls back whole. */
+  broken = false;
+  /** No member holds the turn: the group waits for its commit, and for a request transaction to join it. */
+  lingering = false;
+  readonly #outcome = Promise.withResolvers<void>();
+
+  constructor(connection: DatabaseConnection) {
+    this.connection = connection;
+    // A group with no waiting member that fails must not be an unhandled rejection.
+    this.#outcome.promise.catch(() => undefined);
+  }
+
+  get committed(): Promise<void> {
+    return this.#outcome.promise;
+  }
+
+  settle(error: unknown): void {
+    if (error === undefined) this.#outcome.resolve();
+    else this.#outcome.reject(error);
+  }
+}
+
+const MEMBER_SAVEPOINT = 'request_transaction';
+
+/**
  * The backend's driver, with connections lent to the open request transaction of the calling
  * context. Kysely serialises a single-connection backend above the driver, which would make a
- * request's own queries wait for its transaction; the lock is taken here instead, where a query
+ * request's own queries wait for its transaction; the turn is taken here instead, where a query
  * that joins can pass it.
  */
 class JoiningDriver implements Driver {
   readonly #inner: Driver;
-  readonly #mutex: Mutex | undefined;
-  readonly #releases = new Map<DatabaseConnection, () => void>();
+  readonly #turns: Turns | undefined;
   readonly #lent = new WeakMap<DatabaseConnection, RequestTransaction>();
+  /** The open commit group (single connection only), while one of its members holds the turn. */
+  #group: CommitGroup | undefined;
+  readonly #groups = new WeakMap<RequestTransaction, CommitGroup>();
   #ready: Promise<void> | undefined;
 
   constructor(inner: Driver, singleConnection: boolean) {
     this.#inner = inner;
-    this.#mutex = singleConnection ? new Mutex() : undefined;
+    this.#turns = singleConnection ? new Turns() : undefined;
   }
 
   init(): Promise<void> {
@@ -147,60 +220,161 @@ class JoiningDriver implements Driver {
 
   async open(): Promise<RequestTransaction> {
     await this.init();
-    const connection = await this.#acquireOwn();
+    if (this.#turns) return this.#openInGroup(this.#turns);
+    const connection = await this.#inner.acquireConnection();
     try {
       await this.#inner.beginTransaction(connection, {});
     } catch (error) {
-      await this.#releaseOwn(connection);
+      await this.#inner.releaseConnection(connection);
       throw error;
     }
+    return this.#lend(connection);
+  }
+
+  async #openInGroup(turns: Turns): Promise<RequestTransaction> {
+    let group = this.#group;
+    // A group waiting for its commit holds the turn; a request transaction that arrives meanwhile takes it over.
+    if (group?.lingering) group.lingering = false;
+    else {
+      await turns.take(true);
+      group = this.#group;
+    }
+    try {
+      if (!group) {
+        const connection = await this.#inner.acquireConnection();
+        try {
+          await this.#inner.beginTransaction(connection, {});
+        } catch (error) {
+          await this.#inner.releaseConnection(connection);
+          throw error;
+        }
+        group = this.#group = new CommitGroup(connection);
+      }
+      await group.connection.executeQuery(CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`));
+    } catch (error) {
+      if (group) await this.#passTurn(group);
+      else turns.pass();
+      throw error;
+    }
+    group.members++;
+    const transaction = this.#lend(group.connection);
+    this.#groups.set(transaction, group);
+    return transaction;
+  }
+
+  #lend(connection: DatabaseConnection): RequestTransaction {
     const transaction = new RequestTransaction(this, connection);
     this.#lent.set(connection, transaction);
     return transaction;
   }
 
   async commit(transaction: RequestTransaction): Promise<void> {
-    await this.#inner.commitTransaction(transaction.connection);
-    await this.#return(transaction);
+    const group = this.#groups.get(transaction);
+    if (!group) {
+      await this.#inner.commitTransaction(transaction.connection);
+      await this.#return(transaction);
+      return;
+    }
+    await transaction.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
+    await this.#leave(transaction, group);
   }
 
-  async rollback(transaction: RequestTransaction): Promise<void> {
+  async rollback(transaction: RequestTransaction): Promise<boolean> {
+    const group = this.#groups.get(transaction);
+    if (!group) {
+      try {
+        await this.#inner.rollbackTransaction(transaction.connection);
+      } finally {
+        await this.#return(transaction);
+      }
+      return true;
+    }
+    // After a failed commit the member has already left its group: its outcome is the group's.
+    if (this.#lent.get(transaction.connection) === transaction) {
+      try {
+        await transaction.connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${MEMBER_SAVEPOINT}`));
+        await transaction.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
+      } catch {
+        group.broken = true;
+      }
+      await this.#leave(transaction, group).catch(() => undefined);
+    }
+    return group.committed.then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** The member's part is done: the turn goes on, and the member waits for its group's commit. */
+  async #leave(transaction: RequestTransaction, group: CommitGroup): Promise<void> {
+    this.#lent.delete(transaction.connection);
+    await this.#passTurn(group);
+    await group.committed;
+  }
+
+  /**
+   * Lets the next request transaction into the group, or commits it (then the turn is anyone's).
+   * SQLite's statements run synchronously, so a request transaction begins and ends within one turn
+   * of the event loop, and the requests that arrive with it reach their `open` only once it has
+   * ended: with none waiting, the group waits for its commit until the event loop has taken in what
+   * it read in the same round (`setImmediate` runs after the round's I/O callbacks).
+   */
+  async #passTurn(group: CommitGroup): Promise<void> {
+    const turns = this.#turns!;
+    if (!group.broken && group.members < MAX_GROUP) {
+      if (turns.groupJoinerWaiting) {
+        turns.passToGroupJoiner();
+        return;
+      }
+      group.lingering = true;
+      setImmediate(() => {
+        if (!group.lingering) return;
+        group.lingering = false;
+        void this.#end(group);
+      });
+      return;
+    }
+    await this.#end(group);
+  }
+
+  /** Commits the group (rolls it back when broken) and passes the turn on. */
+  async #end(group: CommitGroup): Promise<void> {
+    const turns = this.#turns!;
+    this.#group = undefined;
     try {
-      await this.#inner.rollbackTransaction(transaction.connection);
+      if (group.broken) throw new Error('a request transaction of the commit group could not be rolled back alone');
+      await this.#inner.commitTransaction(group.connection);
+      group.settle(undefined);
+    } catch (error) {
+      // SQLite may keep the transaction open after a failed COMMIT (SQLITE_BUSY, a full disk).
+      await this.#inner.rollbackTransaction(group.connection).catch(() => undefined);
+      group.settle(error);
     } finally {
-      await this.#return(transaction);
+      await this.#inner.releaseConnection(group.connection).catch(() => undefined);
+      turns.pass();
     }
   }
 
   async #return(transaction: RequestTransaction): Promise<void> {
     this.#lent.delete(transaction.connection);
-    await this.#releaseOwn(transaction.connection);
+    await this.#inner.releaseConnection(transaction.connection);
   }
 
   #joined(): RequestTransaction | undefined {
     const transaction = transactionScope.current();
-    return transaction instanceof RequestTransaction && transaction.ownedBy(this) ? transaction : undefined;
+    // A member that has left its commit group no longer has the connection, though it stays open until the group commits.
+    return transaction instanceof RequestTransaction && transaction.ownedBy(this) && this.#lent.get(transaction.connection) === transaction
+      ? transaction
+      : undefined;
   }
 
   async #acquireOwn(): Promise<DatabaseConnection> {
-    const release = await this.#mutex?.lock();
+    await this.#turns?.take(false);
     try {
-      const connection = await this.#inner.acquireConnection();
-      if (release) this.#releases.set(connection, release);
-      return connection;
+      return await this.#inner.acquireConnection();
     } catch (error) {
-      release?.();
+      this.#turns?.pass();
       throw error;
-    }
-  }
-
-  async #releaseOwn(connection: DatabaseConnection): Promise<void> {
-    try {
-      await this.#inner.releaseConnection(connection);
-    } finally {
-      const release = this.#releases.get(connection);
-      this.#releases.delete(connection);
-      release?.();
     }
   }
 
@@ -210,7 +384,12 @@ class JoiningDriver implements Driver {
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    if (!this.#lent.has(connection)) await this.#releaseOwn(connection);
+    if (this.#lent.has(connection)) return;
+    try {
+      await this.#inner.releaseConnection(connection);
+    } finally {
+      this.#turns?.pass();
+    }
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
@@ -228,9 +407,32 @@ class JoiningDriver implements Driver {
     return lent ? lent.endNested('rollback') : this.#inner.rollbackTransaction(connection);
   }
 
-  destroy(): Promise<void> {
-    return this.#inner.destroy();
+  async destroy(): Promise<void> {
+    const group = this.#group;
+    if (group?.lingering) {
+      group.lingering = false;
+      await this.#end(group);
+    }
+    await this.#inner.destroy();
   }
+}
+
+/**
+ * Runs `fn` in a request transaction of its own and commits it: for a write that does not come
+ * through a write route (a provider's webhook), with the same single commit, grouped on SQLite.
+ * Resolves once the work is durable; rolls back and rethrows when `fn` or the commit fails.
+ */
+export async function inRequestTransaction<T>(open: () => Promise<RequestTransaction>, fn: () => Promise<T>): Promise<T> {
+  const transaction = await open();
+  let result: T;
+  try {
+    result = await transaction.run(fn);
+  } catch (error) {
+    await transaction.rollback();
+    throw error;
+  }
+  await transaction.commit();
+  return result;
 }
 
 /** Wraps a Kysely dialect so that its queries join the calling request's transaction. */

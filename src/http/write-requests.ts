@@ -120,7 +120,8 @@ export function registerWriteRequests<Claim>(
       if (key !== undefined) {
         const begun = await transaction.run(() => gate.begin(request.principal!, key, fingerprintOf(request), 'with-work'));
         if (begun.kind === 'replay') {
-          await transaction.rollback();
+          // The answer replayed may come from work not yet committed (SQLite's commit group): only a kept one is replayed.
+          if (!(await transaction.rollback())) return reply.send(failedCommit(request, reply, undefined));
           return replay(reply, begun).send(begun.body);
         }
         claims.set(request, begun.claim);
@@ -184,7 +185,8 @@ export function registerWriteRequests<Claim>(
         return failedCommit(request, reply, error);
       }
     }
-    await transaction?.rollback();
+    // An error answered from work not yet committed (SQLite's commit group) stands only if that work was kept.
+    if (transaction && !(await transaction.rollback())) return failedCommit(request, reply, undefined);
     if (!claim) return payload;
     try {
       const finished = await gate.finish(claim, response);

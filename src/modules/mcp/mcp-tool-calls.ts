@@ -164,7 +164,8 @@ export function createToolCalls<Claim>(deps: {
       if (key !== undefined) {
         const begun = await transaction.run(() => gate.begin(actor.principal, key, fingerprint, 'with-work'));
         if (begun.kind === 'replay') {
-          await transaction.rollback();
+          // The answer may come from work not yet committed (SQLite's commit group): only a kept one is replayed.
+          if (!(await transaction.rollback())) throw uncommitted();
           return replay(begun);
         }
         claim = begun.claim;
@@ -172,7 +173,7 @@ export function createToolCalls<Claim>(deps: {
       const result = await transaction.run(() => tool.definition.call(actor, input));
       answer = { status: 200, body: JSON.stringify(result), errorCode: undefined };
     } catch (error) {
-      await transaction.rollback();
+      if (!(await transaction.rollback())) throw uncommitted();
       if (claim !== undefined && error instanceof AppError) await storeError(claim, error, actor.requestId, tool);
       throw error;
     }
@@ -195,6 +196,11 @@ export function createToolCalls<Claim>(deps: {
     const body = JSON.stringify(envelopeOf(inArguments(error, tool.definition.idArgument), requestId));
     // Not final (retryable, validation) releases the key, as on REST; a failure to store keeps the error the caller gets.
     await gate.finish(claim, { status: error.status, body, errorCode: error.code }).catch(() => undefined);
+  }
+
+  /** An answer read from work whose commit then failed: the caller retries, as after a failed commit. */
+  function uncommitted(): AppError {
+    return new AppError('service_unavailable', 'The call failed to commit, or its commit was not confirmed; retry it with the same idempotency_key.');
   }
 
   function replay(answer: { status: number; body: string }): ToolResult {

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { describe, it, type TestContext } from 'node:test';
+import { sql } from 'kysely';
+import { openStore, type Store } from './connect.ts';
+
+// Group commit is SQLite's (one writer); on PostgreSQL each request transaction commits on its own
+// connection, which the idempotency and store suites cover on both backends.
+
+interface Opened {
+  store: Store;
+  /** A second connection to the same file: it sees only what has been committed. */
+  outside: DatabaseSync;
+}
+
+async function opened(t: TestContext): Promise<Opened> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'group-commit-'));
+  const file = path.join(dir, 'test.sqlite');
+  const store = openStore({ sqliteFile: file });
+  // A deferred foreign key is checked at COMMIT: the one way to make a commit fail on demand.
+  await sql`create table notes (id integer primary key, body text not null, parent integer references notes (id) deferrable initially deferred)`.execute(
+    store.db,
+  );
+  const outside = new DatabaseSync(file);
+  t.after(async () => {
+    outside.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { store, outside };
+}
+
+async function insert(store: Store, body: string, parent: number | null = null): Promise<void> {
+  await sql`insert into notes (body, parent) values (${body}, ${parent})`.execute(store.db);
+}
+
+function committedBodies(outside: DatabaseSync): string[] {
+  return (outside.prepare('select body from notes order by id').all() as { body: string }[]).map((row) => row.body);
+}
+
+/** A promise's state without waiting for it: whether it has settled by the time the event loop's pending work ran. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  return done;
+}
+
+describe('request transactions on SQLite: group commit', () => {
+  it('a transaction that arrives while another commits joins its group: neither is committed, nor answered, before the group is', async (t) => {
+    const { store, outside } = await opened(t);
+    const first = await store.openRequestTransaction();
+    await first.run(() => insert(store, 'first'));
+    // The second asks before the first ends, so the first's commit hands it the turn instead of committing.
+    const opening = store.openRequestTransaction();
+    const firstCommitted = first.commit();
+    const second = await opening;
+    await second.run(() => insert(store, 'second'));
+
+    assert.equal(await settled(firstCommitted), false, 'the first answers only once its group has committed');
+    assert.deepEqual(committedBodies(outside), [], 'nothing of the group is visible to another connection before its commit');
+    await second.commit();
+    await firstCommitted;
+    assert.deepEqual(committedBodies(outside), ['first', 'second']);
+  });
+
+  it('a member that rolls back undoes only its own work; the group keeps the rest', async (t) => {
+    const { store, outside } = await opened(t);
+    const first = await store.openRequestTransaction();
+    await first.run(() => insert(store, 'kept'));
+    const opening = store.openRequestTransaction();
+    const firstCommitted = first.commit();
+    const second = await opening;
+    await second.run(() => insert(store, 'undone'));
+    const opening3 = store.openRequestTransaction();
+    const secondRolledBack = second.rollback();
+    const third = await opening3;
+    await third.run(() => insert(store, 'also kept'));
+    await third.commit();
+    await firstCommitted;
+    assert.equal(await secondRolledBack, true, 'what the rolled-back member read was committed');
+    assert.deepEqual(committedBodies(outside), ['kept', 'also kept']);
+  });
+
+  it('a group whose commit fails fails every member, and a member that rolled back learns its reads were not kept', async (t) => {
+    const { store, outside } = await opened(t);
+    const first = await store.openRequestTransaction();
+    await first.run(() => insert(store, 'good'));
+    const opening = store.openRequestTransaction();
+    const firstCommitted = first.commit();
+    const second = await opening;
+    // Its parent does not exist: the deferred check fails the group's COMMIT, not this statement.
+    await second.run(() => insert(store, 'orphan', 999));
+    const opening3 = store.openRequestTransaction();
+    const secondCommitted = second.commit();
+    const third = await opening3;
+    await third.run(() => insert(store, 'read only'));
+    const thirdRolledBack = third.rollback();
+
+    await assert.rejects(firstCommitted, /FOREIGN KEY constraint failed/);
+    await assert.rejects(secondCommitted, /FOREIGN KEY constraint failed/);
+    assert.equal(await thirdRolledBack, false);
+    assert.deepEqual(committedBodies(outside), [], 'nothing of a failed group is kept');
+
+    // The connection is usable again, and the next group commits.
+    const next = await store.openRequestTransaction();
+    await next.run(() => insert(store, 'after'));
+    await next.commit();
+    assert.deepEqual(committedBodies(outside), ['after']);
+  });
+
+  it('a query outside any request transaction waits for the open group and sees it whole', async (t) => {
+    const { store } = await opened(t);
+    const first = await store.openRequestTransaction();
+    await first.run(() => insert(store, 'one'));
+    const reading = sql<{ count: number }>`select count(*) as count from notes`.execute(store.db);
+    const opening = store.openRequestTransaction();
+    const firstCommitted = first.commit();
+    const second = await opening;
+    await second.run(() => insert(store, 'two'));
+    await second.commit();
+    await firstCommitted;
+    // Asked for before the second joined, it still ran after the group: never between its members.
+    assert.equal((await reading).rows[0]?.count, 2);
+  });
+
+  it('a group takes at most 16 members, so that a query waiting outside is not held back for ever', async (t) => {
+    const { store } = await opened(t);
+    const first = await store.openRequestTransaction();
+    const reading = sql<{ count: number }>`select count(*) as count from notes`.execute(store.db);
+    const openings = Array.from({ length: 20 }, () => store.openRequestTransaction());
+    const commits = [
+      first.run(() => insert(store, 'member 0')).then(() => first.commit()),
+      ...openings.map(async (opening, index) => {
+        const member = await opening;
+        await member.run(() => insert(store, `member ${index + 1}`));
+        await member.commit();
+      }),
+    ];
+    await Promise.all(commits);
+    // The first and the next 15 of those waiting: then the group commits, and the query waiting longest runs.
+    assert.equal((await reading).rows[0]?.count, 16);
+    assert.equal((await sql<{ count: number }>`select count(*) as count from notes`.execute(store.db)).rows[0]?.count, 21);
+  });
+
+  it('closing the store commits a group still waiting for its commit', async (t) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'group-commit-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'test.sqlite');
+    const store = openStore({ sqliteFile: file });
+    await sql`create table notes (id integer primary key, body text not null, parent integer)`.execute(store.db);
+    const transaction = await store.openRequestTransaction();
+    await transaction.run(() => insert(store, 'kept'));
+    const committed = transaction.commit();
+    await store.close();
+    await committed;
+    const reopened = new DatabaseSync(file);
+    t.after(() => reopened.close());
+    assert.deepEqual(committedBodies(reopened), ['kept']);
+  });
+});
