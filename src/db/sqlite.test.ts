@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
+import { migrateToLatest, openStore } from './connect.ts';
 import { terminateCheckpointThread } from './sqlite-checkpoints.ts';
 import { NodeSqliteDatabase } from './sqlite.ts';
 
@@ -126,6 +127,16 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
     assert.ok(large!.log > 200, `the thread ran that round: it found ${large?.log} pages`);
     write(db, 10);
     assert.equal((await db.checkpoint())?.busy, 0, 'the thread answers the next round');
+  });
+
+  it('starts with an empty WAL after migrating a new file, so that the migrations alone never start the thread', async (t) => {
+    const file = tempFile(t);
+    const store = openStore({ sqliteFile: file });
+    t.after(() => store.close());
+    await migrateToLatest(store);
+    assert.equal(statSync(`${file}-wal`).size, 0);
+    await migrateToLatest(store);
+    assert.equal(statSync(`${file}-wal`).size, 0, 'nothing to apply writes nothing');
   });
 
   it('skips an event-loop round that falls inside an open transaction, and checkpoints after it', async (t) => {
