@@ -37,6 +37,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
   });
   const messages = createMessagesModule({
     db,
+    openTransaction: core.store.openRequestTransaction,
     clock,
     events,
     queue,

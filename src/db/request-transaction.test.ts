@@ -6,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { openStore, type Store } from './connect.ts';
+import { inRequestTransaction } from './request-transaction.ts';
 
 // Group commit is SQLite's (one writer); on PostgreSQL each request transaction commits on its own
 // connection, which the idempotency and store suites cover on both backends.
@@ -148,6 +149,30 @@ describe('request transactions on SQLite: group commit', () => {
     // The first and the next 15 of those waiting: then the group commits, and the query waiting longest runs.
     assert.equal((await reading).rows[0]?.count, 16);
     assert.equal((await sql<{ count: number }>`select count(*) as count from notes`.execute(store.db)).rows[0]?.count, 21);
+  });
+
+  it('a write of its own (inRequestTransaction) joins the group, and its body’s own transaction runs in it, all or nothing', async (t) => {
+    const { store, outside } = await opened(t);
+    const first = await store.openRequestTransaction();
+    await first.run(() => insert(store, 'request'));
+    const own = inRequestTransaction(store.openRequestTransaction, () => store.db.transaction().execute(() => insert(store, 'worker')));
+    const firstCommitted = first.commit();
+    await Promise.all([own, firstCommitted]);
+    assert.deepEqual(committedBodies(outside), ['request', 'worker']);
+
+    // A body whose transaction fails and which carries on regardless keeps nothing.
+    const failing = inRequestTransaction(store.openRequestTransaction, async () => {
+      await store.db
+        .transaction()
+        .execute(async () => {
+          await insert(store, 'undone');
+          throw new Error('refused');
+        })
+        .catch(() => undefined);
+      await insert(store, 'after the failure');
+    });
+    await assert.rejects(failing, /rolled back, so the whole must/);
+    assert.deepEqual(committedBodies(outside), ['request', 'worker']);
   });
 
   it('closing the store commits a group still waiting for its commit', async (t) => {

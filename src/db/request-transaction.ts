@@ -36,6 +36,16 @@ export class RequestTransaction implements ScopedTransaction {
   readonly connection: DatabaseConnection;
   #state: State = 'open';
   #savepoints = 0;
+  /** The nested transactions open, innermost last: true for a savepoint, false for one run flat (below). */
+  readonly #nested: boolean[] = [];
+  /** A nested transaction run flat rolled back: the whole must, and `commit` refuses. */
+  #bodyRolledBack = false;
+  /**
+   * Whether a transaction the caller opens at the outermost level runs flat, without a savepoint of
+   * its own: `inRequestTransaction`'s body is such a transaction, and a savepoint for it would only
+   * cost two statements (two round trips on PostgreSQL), since its failure fails the whole anyway.
+   */
+  flattenOutermost = false;
   readonly #afterCommit = new Set<() => void>();
 
   constructor(driver: JoiningDriver, connection: DatabaseConnection) {
@@ -64,6 +74,7 @@ export class RequestTransaction implements ScopedTransaction {
   async commit(): Promise<void> {
     this.#assertOpen('commit');
     try {
+      if (this.#bodyRolledBack) throw new Error('a transaction run flat inside this one rolled back, so the whole must');
       await this.#driver.commit(this);
       this.#state = 'committed';
     } catch (error) {
@@ -96,11 +107,18 @@ export class RequestTransaction implements ScopedTransaction {
   /** A service's own `db.transaction()` inside the request: a savepoint, so that it stays all-or-nothing. */
   async beginNested(): Promise<void> {
     this.#assertOpen('begin');
+    const flat = this.flattenOutermost && this.#nested.length === 0;
+    this.#nested.push(!flat);
+    if (flat) return;
     this.#savepoints++;
     await this.connection.executeQuery(CompiledQuery.raw(`savepoint request_${this.#savepoints}`));
   }
 
   async endNested(outcome: 'commit' | 'rollback'): Promise<void> {
+    if (!this.#nested.pop()) {
+      if (outcome === 'rollback') this.#bodyRolledBack = true;
+      return;
+    }
     const name = `request_${this.#savepoints}`;
     this.#savepoints--;
     if (outcome === 'rollback') await this.connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${name}`));
@@ -202,7 +220,11 @@ class JoiningDriver implements Driver {
   readonly #lent = new WeakMap<DatabaseConnection, RequestTransaction>();
   /** The open commit group (single connection only), while one of its members holds the turn. */
   #group: CommitGroup | undefined;
-  readonly #groups = new WeakMap<RequestTransaction, CommitGroup>();
+  /**
+   * Each member's group, and whether it has a savepoint: the group's first member needs none, since
+   * nothing else is in the group's SQLite transaction while it runs; its rollback is the whole's.
+   */
+  readonly #memberships = new WeakMap<RequestTransaction, { readonly group: CommitGroup; readonly savepoint: boolean }>();
   #ready: Promise<void> | undefined;
 
   constructor(inner: Driver, singleConnection: boolean) {
@@ -250,15 +272,16 @@ class JoiningDriver implements Driver {
         }
         group = this.#group = new CommitGroup(connection);
       }
-      await group.connection.executeQuery(CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`));
+      if (group.members > 0) await group.connection.executeQuery(CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`));
     } catch (error) {
       if (group) await this.#passTurn(group);
       else turns.pass();
       throw error;
     }
+    const savepoint = group.members > 0;
     group.members++;
     const transaction = this.#lend(group.connection);
-    this.#groups.set(transaction, group);
+    this.#memberships.set(transaction, { group, savepoint });
     return transaction;
   }
 
@@ -269,19 +292,19 @@ class JoiningDriver implements Driver {
   }
 
   async commit(transaction: RequestTransaction): Promise<void> {
-    const group = this.#groups.get(transaction);
-    if (!group) {
+    const membership = this.#memberships.get(transaction);
+    if (!membership) {
       await this.#inner.commitTransaction(transaction.connection);
       await this.#return(transaction);
       return;
     }
-    await transaction.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
-    await this.#leave(transaction, group);
+    if (membership.savepoint) await transaction.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
+    await this.#leave(transaction, membership.group);
   }
 
   async rollback(transaction: RequestTransaction): Promise<boolean> {
-    const group = this.#groups.get(transaction);
-    if (!group) {
+    const membership = this.#memberships.get(transaction);
+    if (!membership) {
       try {
         await this.#inner.rollbackTransaction(transaction.connection);
       } finally {
@@ -289,8 +312,13 @@ class JoiningDriver implements Driver {
       }
       return true;
     }
+    const { group } = membership;
     // After a failed commit the member has already left its group: its outcome is the group's.
-    if (this.#lent.get(transaction.connection) === transaction) {
+    if (this.#lent.get(transaction.connection) === transaction && !membership.savepoint) {
+      // The group's first member: the group holds nothing else, and ends with it.
+      this.#lent.delete(transaction.connection);
+      await this.#end(group, 'discard');
+    } else if (this.#lent.get(transaction.connection) === transaction) {
       try {
         await transaction.connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${MEMBER_SAVEPOINT}`));
         await transaction.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
@@ -330,20 +358,24 @@ class JoiningDriver implements Driver {
       setImmediate(() => {
         if (!group.lingering) return;
         group.lingering = false;
-        void this.#end(group);
+        void this.#end(group, 'commit');
       });
       return;
     }
-    await this.#end(group);
+    await this.#end(group, 'commit');
   }
 
-  /** Commits the group (rolls it back when broken) and passes the turn on. */
-  async #end(group: CommitGroup): Promise<void> {
+  /**
+   * Commits the group (rolls it back when broken, and discards it when its only member rolled back)
+   * and passes the turn on.
+   */
+  async #end(group: CommitGroup, outcome: 'commit' | 'discard'): Promise<void> {
     const turns = this.#turns!;
     this.#group = undefined;
     try {
       if (group.broken) throw new Error('a request transaction of the commit group could not be rolled back alone');
-      await this.#inner.commitTransaction(group.connection);
+      if (outcome === 'commit') await this.#inner.commitTransaction(group.connection);
+      else await this.#inner.rollbackTransaction(group.connection);
       group.settle(undefined);
     } catch (error) {
       // SQLite may keep the transaction open after a failed COMMIT (SQLITE_BUSY, a full disk).
@@ -411,7 +443,7 @@ class JoiningDriver implements Driver {
     const group = this.#group;
     if (group?.lingering) {
       group.lingering = false;
-      await this.#end(group);
+      await this.#end(group, 'commit');
     }
     await this.#inner.destroy();
   }
@@ -419,11 +451,14 @@ class JoiningDriver implements Driver {
 
 /**
  * Runs `fn` in a request transaction of its own and commits it: for a write that does not come
- * through a write route (a provider's webhook), with the same single commit, grouped on SQLite.
- * Resolves once the work is durable; rolls back and rethrows when `fn` or the commit fails.
+ * through a write route (a provider's webhook; the worker's claims, settles and records of accepted
+ * sends), with the same single commit, grouped on SQLite. Resolves once the work is durable; rolls
+ * back and rethrows when `fn` or the commit fails. A `db.transaction()` that `fn` opens at the
+ * outermost level runs flat, in this one: if it rolls back, the whole does.
  */
 export async function inRequestTransaction<T>(open: () => Promise<RequestTransaction>, fn: () => Promise<T>): Promise<T> {
   const transaction = await open();
+  transaction.flattenOutermost = true;
   let result: T;
   try {
     result = await transaction.run(fn);

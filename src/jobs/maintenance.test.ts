@@ -107,7 +107,13 @@ describe(`the queue's housekeeping (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`
 
   it('runs as the hourly job.purge, beside the other work', async () => {
     const clock = new ManualClock(NOW);
-    const worker = createWorker({ db: testStore.store.db, clock, log: silent, catalog: [Tick, jobPurge] });
+    const worker = createWorker({
+      db: testStore.store.db,
+      openTransaction: testStore.store.openRequestTransaction,
+      clock,
+      log: silent,
+      catalog: [Tick, jobPurge],
+    });
     const ticks: number[] = [];
     worker.register(Tick, async ({ n }) => void ticks.push(n));
     for (const job of queueMaintenanceJobs({ db: testStore.store.db, clock, log: silent, catalog: [Tick, jobPurge] }))

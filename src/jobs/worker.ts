@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { compileOnce } from '../db/compiled-query.ts';
 import type { Db, Trx } from '../db/connect.ts';
+import { inRequestTransaction, type RequestTransaction } from '../db/request-transaction.ts';
 import type { JobsTable } from '../db/schema.ts';
 import { SECOND, type Clock } from '../lib/clock.ts';
 import { JOBS } from './catalog.ts';
@@ -69,6 +70,11 @@ export interface WorkerLog {
 
 export interface WorkerOptions {
   db: Db;
+  /**
+   * The store's request transactions: the claims and the settles commit with the requests' (grouped
+   * on SQLite, db/request-transaction.ts), and each resolves only once committed.
+   */
+  openTransaction: () => Promise<RequestTransaction>;
   clock: Clock;
   log: WorkerLog;
   /** Jobs run at once by this worker. */
@@ -183,7 +189,7 @@ interface Registered {
  * version knows waits for a new worker instead of being failed by an old one.
  */
 export function createWorker(options: WorkerOptions) {
-  const { db, clock, log } = options;
+  const { db, openTransaction, clock, log } = options;
   const catalog = new Map((options.catalog ?? JOBS).map((definition) => [definition.name, definition]));
   const scheduler = createScheduler({ db, clock, jobs: [...catalog.values()].filter(isRecurring) });
   const concurrency = options.concurrency ?? 16;
@@ -216,13 +222,15 @@ export function createWorker(options: WorkerOptions) {
     const names = [...handlers.keys()];
     if (names.length === 0) return [];
     const now = clock.now();
-    return claimDue.all(db, {
-      names,
-      now: now.toISOString(),
-      leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
-      limit,
-      workerId,
-    });
+    return inRequestTransaction(openTransaction, () =>
+      claimDue.all(db, {
+        names,
+        now: now.toISOString(),
+        leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
+        limit,
+        workerId,
+      }),
+    );
   }
 
   /**
@@ -280,7 +288,7 @@ export function createWorker(options: WorkerOptions) {
       while (settling.length > 0) {
         const batch = settling.splice(0, settleBatch);
         try {
-          await db.transaction().execute((trx) => settleBatchIn(trx, batch));
+          await inRequestTransaction(openTransaction, () => db.transaction().execute((trx) => settleBatchIn(trx, batch)));
           for (const entry of batch) entry.done.resolve();
         } catch {
           // One attempt's write failed (or the store did): each is tried again in a transaction of its

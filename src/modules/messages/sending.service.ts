@@ -1,4 +1,5 @@
 import type { Db, Trx } from '../../db/connect.ts';
+import { inRequestTransaction, type RequestTransaction } from '../../db/request-transaction.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import type { EventSink } from '../../events/emit.ts';
 import { JobError } from '../../jobs/job.ts';
@@ -32,6 +33,8 @@ export const SEND_TIMEOUT_GRACE_MS = 2 * MINUTE;
 
 export interface SendingServiceDeps {
   db: Db;
+  /** The store's request transactions: the worker's record of an accepted send commits with the requests' (grouped on SQLite). */
+  openTransaction: () => Promise<RequestTransaction>;
   store: MessagesStore;
   clock: Clock;
   events: EventSink;
@@ -54,7 +57,7 @@ export interface SendingServiceDeps {
  * message already sent, and a crash between the two leaves a queued job: never lost, never twice.
  */
 export function createSendingService(deps: SendingServiceDeps) {
-  const { db, store, clock, events, queue, log, provider, checks, messages, connections, contacts, conversations, media, locks } = deps;
+  const { db, openTransaction, store, clock, events, queue, log, provider, checks, messages, connections, contacts, conversations, media, locks } = deps;
 
   /** Files an outbound message in its conversation, `queued`, with its `message.status`. */
   async function insertOutbound(
@@ -147,14 +150,16 @@ export function createSendingService(deps: SendingServiceDeps) {
 
   /** The provider took the message: its id, `message.sent`, and `sent` unless a status overtook us. */
   async function recordAccepted(row: MessagesTable, providerMessageId: string): Promise<void> {
-    await db.transaction().execute(async (trx) => {
-      await store.recordProviderId(trx, row.id, providerMessageId);
-      const now = clock.now().toISOString();
-      if (!(await store.markAccepted(trx, row.id, { sent_at: now, updated_at: now }))) return;
-      const accepted = { ...row, provider_message_id: providerMessageId, sent_at: now, updated_at: now };
-      await events.emit(trx, { type: 'message.sent', organizationId: row.organization_id, connectionId: row.connection_id, object: toMessage(accepted) });
-      await messages.moveStatus(trx, accepted, 'sent', null);
-    });
+    await inRequestTransaction(openTransaction, () =>
+      db.transaction().execute(async (trx) => {
+        await store.recordProviderId(trx, row.id, providerMessageId);
+        const now = clock.now().toISOString();
+        if (!(await store.markAccepted(trx, row.id, { sent_at: now, updated_at: now }))) return;
+        const accepted = { ...row, provider_message_id: providerMessageId, sent_at: now, updated_at: now };
+        await events.emit(trx, { type: 'message.sent', organizationId: row.organization_id, connectionId: row.connection_id, object: toMessage(accepted) });
+        await messages.moveStatus(trx, accepted, 'sent', null);
+      }),
+    );
   }
 
   /** A failed provider call: retried while that can help and attempts remain, otherwise the message fails. */

@@ -72,7 +72,13 @@ function firing(server: TestServer, targets: NotificationTargets, queue: Pick<Qu
     targets,
     runs: server.app.services.runs.scheduleTargets,
   });
-  const worker = createWorker({ db, clock: server.clock, log: { error() {}, warn() {} }, catalog: [scheduleFire] });
+  const worker = createWorker({
+    db,
+    openTransaction: server.app.store.openRequestTransaction,
+    clock: server.clock,
+    log: { error() {}, warn() {} },
+    catalog: [scheduleFire],
+  });
   for (const job of module.jobs ?? []) worker.register(job.definition, job.handler);
   return { service: module.service, runDue: () => worker.drain() };
 }

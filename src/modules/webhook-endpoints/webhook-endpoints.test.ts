@@ -341,8 +341,16 @@ describe('webhook endpoints', () => {
      * its job running under a lease nobody will renew. Concurrency 1 keeps it from claiming again.
      */
     async function loseTheAttempt(t: TestContext): Promise<void> {
-      const { db } = server.app.store;
-      const lost = createWorker({ db, clock: server.clock, log: silent, leaseMs: LEASE_MS, concurrency: 1, catalog: [webhookDelivery] });
+      const { db, openRequestTransaction } = server.app.store;
+      const lost = createWorker({
+        db,
+        openTransaction: openRequestTransaction,
+        clock: server.clock,
+        log: silent,
+        leaseMs: LEASE_MS,
+        concurrency: 1,
+        catalog: [webhookDelivery],
+      });
       lost.register(webhookDelivery, () => new Promise<void>(() => undefined));
       t.after(() => lost.stop(0));
       lost.start();
