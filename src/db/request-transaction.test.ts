@@ -90,6 +90,18 @@ describe('request transactions on SQLite: group commit', () => {
     assert.deepEqual(committedBodies(outside), ['kept', 'also kept']);
   });
 
+  it('the first member, which has no savepoint, rolls back alone too: the next starts the group afresh', async (t) => {
+    const { store, outside } = await opened(t);
+    const first = await store.openRequestTransaction();
+    await first.run(() => insert(store, 'undone'));
+    const opening = store.openRequestTransaction();
+    assert.equal(await first.rollback(), true);
+    const second = await opening;
+    await second.run(() => insert(store, 'kept'));
+    await second.commit();
+    assert.deepEqual(committedBodies(outside), ['kept']);
+  });
+
   it('a group whose commit fails fails every member, and a member that rolled back learns its reads were not kept', async (t) => {
     const { store, outside } = await opened(t);
     const first = await store.openRequestTransaction();

@@ -243,6 +243,11 @@ class JoiningDriver implements Driver {
   async open(): Promise<RequestTransaction> {
     await this.init();
     if (this.#turns) return this.#openInGroup(this.#turns);
+    return this.#lend(await this.#begun());
+  }
+
+  /** A connection of the backend's, in a transaction of its own. */
+  async #begun(): Promise<DatabaseConnection> {
     const connection = await this.#inner.acquireConnection();
     try {
       await this.#inner.beginTransaction(connection, {});
@@ -250,7 +255,7 @@ class JoiningDriver implements Driver {
       await this.#inner.releaseConnection(connection);
       throw error;
     }
-    return this.#lend(connection);
+    return connection;
   }
 
   async #openInGroup(turns: Turns): Promise<RequestTransaction> {
@@ -262,16 +267,7 @@ class JoiningDriver implements Driver {
       group = this.#group;
     }
     try {
-      if (!group) {
-        const connection = await this.#inner.acquireConnection();
-        try {
-          await this.#inner.beginTransaction(connection, {});
-        } catch (error) {
-          await this.#inner.releaseConnection(connection);
-          throw error;
-        }
-        group = this.#group = new CommitGroup(connection);
-      }
+      group ??= this.#group = new CommitGroup(await this.#begun());
       if (group.members > 0) await group.connection.executeQuery(CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`));
     } catch (error) {
       if (group) await this.#passTurn(group);
