@@ -6,7 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { openStore, type Store } from './connect.ts';
-import { inRequestTransaction } from './request-transaction.ts';
+import { inRequestTransaction, type RequestTransaction } from './request-transaction.ts';
 
 // Group commit is SQLite's (one writer); on PostgreSQL each request transaction commits on its own
 // connection, which the idempotency and store suites cover on both backends.
@@ -54,16 +54,30 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
+/** A request transaction that has written `body`. */
+async function writer(store: Store, body: string, parent: number | null = null): Promise<RequestTransaction> {
+  const transaction = await store.openRequestTransaction();
+  await transaction.run(() => insert(store, body, parent));
+  return transaction;
+}
+
+/**
+ * Ends a member (`end`: its commit or rollback) while the next request transaction asks to open, so
+ * that the end hands the next the turn and the group stays open; the next then writes `body`.
+ */
+async function handOver<T>(store: Store, end: () => Promise<T>, body: string, parent: number | null = null) {
+  const opening = store.openRequestTransaction();
+  const ended = end();
+  const next = await opening;
+  await next.run(() => insert(store, body, parent));
+  return { next, ended };
+}
+
 describe('request transactions on SQLite: group commit', () => {
   it('a transaction that arrives while another commits joins its group: neither is committed, nor answered, before the group is', async (t) => {
     const { store, outside } = await opened(t);
-    const first = await store.openRequestTransaction();
-    await first.run(() => insert(store, 'first'));
-    // The second asks before the first ends, so the first's commit hands it the turn instead of committing.
-    const opening = store.openRequestTransaction();
-    const firstCommitted = first.commit();
-    const second = await opening;
-    await second.run(() => insert(store, 'second'));
+    const first = await writer(store, 'first');
+    const { next: second, ended: firstCommitted } = await handOver(store, () => first.commit(), 'second');
 
     assert.equal(await settled(firstCommitted), false, 'the first answers only once its group has committed');
     assert.deepEqual(committedBodies(outside), [], 'nothing of the group is visible to another connection before its commit');
@@ -74,16 +88,9 @@ describe('request transactions on SQLite: group commit', () => {
 
   it('a member that rolls back undoes only its own work; the group keeps the rest', async (t) => {
     const { store, outside } = await opened(t);
-    const first = await store.openRequestTransaction();
-    await first.run(() => insert(store, 'kept'));
-    const opening = store.openRequestTransaction();
-    const firstCommitted = first.commit();
-    const second = await opening;
-    await second.run(() => insert(store, 'undone'));
-    const opening3 = store.openRequestTransaction();
-    const secondRolledBack = second.rollback();
-    const third = await opening3;
-    await third.run(() => insert(store, 'also kept'));
+    const first = await writer(store, 'kept');
+    const { next: second, ended: firstCommitted } = await handOver(store, () => first.commit(), 'undone');
+    const { next: third, ended: secondRolledBack } = await handOver(store, () => second.rollback(), 'also kept');
     await third.commit();
     await firstCommitted;
     assert.equal(await secondRolledBack, true, 'what the rolled-back member read was committed');
@@ -92,29 +99,19 @@ describe('request transactions on SQLite: group commit', () => {
 
   it('the first member, which has no savepoint, rolls back alone too: the next starts the group afresh', async (t) => {
     const { store, outside } = await opened(t);
-    const first = await store.openRequestTransaction();
-    await first.run(() => insert(store, 'undone'));
-    const opening = store.openRequestTransaction();
-    assert.equal(await first.rollback(), true);
-    const second = await opening;
-    await second.run(() => insert(store, 'kept'));
+    const first = await writer(store, 'undone');
+    const { next: second, ended: firstRolledBack } = await handOver(store, () => first.rollback(), 'kept');
+    assert.equal(await firstRolledBack, true);
     await second.commit();
     assert.deepEqual(committedBodies(outside), ['kept']);
   });
 
   it('a group whose commit fails fails every member, and a member that rolled back learns its reads were not kept', async (t) => {
     const { store, outside } = await opened(t);
-    const first = await store.openRequestTransaction();
-    await first.run(() => insert(store, 'good'));
-    const opening = store.openRequestTransaction();
-    const firstCommitted = first.commit();
-    const second = await opening;
+    const first = await writer(store, 'good');
     // Its parent does not exist: the deferred check fails the group's COMMIT, not this statement.
-    await second.run(() => insert(store, 'orphan', 999));
-    const opening3 = store.openRequestTransaction();
-    const secondCommitted = second.commit();
-    const third = await opening3;
-    await third.run(() => insert(store, 'read only'));
+    const { next: second, ended: firstCommitted } = await handOver(store, () => first.commit(), 'orphan', 999);
+    const { next: third, ended: secondCommitted } = await handOver(store, () => second.commit(), 'read only');
     const thirdRolledBack = third.rollback();
 
     await assert.rejects(firstCommitted, /FOREIGN KEY constraint failed/);
@@ -123,21 +120,15 @@ describe('request transactions on SQLite: group commit', () => {
     assert.deepEqual(committedBodies(outside), [], 'nothing of a failed group is kept');
 
     // The connection is usable again, and the next group commits.
-    const next = await store.openRequestTransaction();
-    await next.run(() => insert(store, 'after'));
-    await next.commit();
+    await (await writer(store, 'after')).commit();
     assert.deepEqual(committedBodies(outside), ['after']);
   });
 
   it('a query outside any request transaction waits for the open group and sees it whole', async (t) => {
     const { store } = await opened(t);
-    const first = await store.openRequestTransaction();
-    await first.run(() => insert(store, 'one'));
+    const first = await writer(store, 'one');
     const reading = sql<{ count: number }>`select count(*) as count from notes`.execute(store.db);
-    const opening = store.openRequestTransaction();
-    const firstCommitted = first.commit();
-    const second = await opening;
-    await second.run(() => insert(store, 'two'));
+    const { next: second, ended: firstCommitted } = await handOver(store, () => first.commit(), 'two');
     await second.commit();
     await firstCommitted;
     // Asked for before the second joined, it still ran after the group: never between its members.
@@ -165,11 +156,17 @@ describe('request transactions on SQLite: group commit', () => {
 
   it('a write of its own (inRequestTransaction) joins the group, and its body’s own transaction runs in it, all or nothing', async (t) => {
     const { store, outside } = await opened(t);
-    const first = await store.openRequestTransaction();
-    await first.run(() => insert(store, 'request'));
-    const own = inRequestTransaction(store.openRequestTransaction, () => store.db.transaction().execute(() => insert(store, 'worker')));
+    const first = await writer(store, 'request');
+    let committedMeanwhile: string[] | undefined;
+    const own = inRequestTransaction(store.openRequestTransaction, () =>
+      store.db.transaction().execute(async () => {
+        committedMeanwhile = committedBodies(outside);
+        await insert(store, 'worker');
+      }),
+    );
     const firstCommitted = first.commit();
     await Promise.all([own, firstCommitted]);
+    assert.deepEqual(committedMeanwhile, [], 'it ran in the request’s group, before the group’s commit');
     assert.deepEqual(committedBodies(outside), ['request', 'worker']);
 
     // A body whose transaction fails and which carries on regardless keeps nothing.
