@@ -170,14 +170,15 @@ class Turns {
  * Group commit, on SQLite. Its one writer runs the request transactions one after the other, so each
  * would pay a commit of its own: every page it changed written to the WAL, though the next request
  * changes the same pages (the tables' last leaves, the indexes' busiest ones). Instead, the request
- * transactions that arrive while one runs join one SQLite transaction, each in a savepoint of its
- * own (rolled back alone when it fails), and the group commits once when no request transaction
- * waits, or after `MAX_GROUP` of them. Each request's commit resolves only when its group's commit
- * has: no answer leaves, and no after-commit work starts, before the work is durable, and a group
- * whose commit fails fails every request in it. Nothing else runs on the connection while a group is
- * open (a query outside a request transaction, a worker's transaction, waits for the group's commit),
- * so nothing outside a group reads what it has not yet committed. A member reads the earlier members'
- * work, as it would have after their commits; an answer made from such reads waits for the group too.
+ * transactions that arrive while one runs join one SQLite transaction, each after the first in a
+ * savepoint of its own (rolled back alone when it fails), and the group commits once when no request
+ * transaction waits (`#passTurn`), or after `MAX_GROUP` of them. Each request's commit resolves only
+ * when its group's commit has: no answer leaves, and no after-commit work starts, before the work is
+ * durable, and a group whose commit fails fails every request in it. Nothing else runs on the
+ * connection while a group is open (a query or a transaction outside a request transaction waits
+ * for the group's commit), so nothing outside a group reads what it has not yet committed. A member
+ * reads the earlier members' work, as it would have after their commits; an answer made from such
+ * reads waits for the group too.
  */
 const MAX_GROUP = 16;
 
@@ -310,11 +311,12 @@ class JoiningDriver implements Driver {
     }
     const { group } = membership;
     // After a failed commit the member has already left its group: its outcome is the group's.
-    if (this.#lent.get(transaction.connection) === transaction && !membership.savepoint) {
+    const stillMember = this.#lent.get(transaction.connection) === transaction;
+    if (stillMember && !membership.savepoint) {
       // The group's first member: the group holds nothing else, and ends with it.
       this.#lent.delete(transaction.connection);
       await this.#end(group, 'discard');
-    } else if (this.#lent.get(transaction.connection) === transaction) {
+    } else if (stillMember) {
       try {
         await transaction.connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${MEMBER_SAVEPOINT}`));
         await transaction.connection.executeQuery(CompiledQuery.raw(`release savepoint ${MEMBER_SAVEPOINT}`));
