@@ -377,7 +377,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
         // Same handler as the service registers (webhook-endpoints.job.ts), other options.
         const own = createWorker({
           db,
-          openTransaction: store.openRequestTransaction,
+          commitWithRequests: store.commitWithRequests,
           clock: systemClock,
           log: app.server.log,
           catalog: [webhookDelivery],

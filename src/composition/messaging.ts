@@ -37,7 +37,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
   });
   const messages = createMessagesModule({
     db,
-    openTransaction: core.store.openRequestTransaction,
+    commitWithRequests: core.store.commitWithRequests,
     clock,
     events,
     queue,
@@ -52,7 +52,7 @@ export function buildMessaging(core: Core, platform: Pick<PlatformServices, 'aud
   });
   const providerWebhooks = createProviderWebhooksModule({
     db,
-    openTransaction: core.store.openRequestTransaction,
+    commitWithRequests: core.store.commitWithRequests,
     clock,
     queue,
     log,

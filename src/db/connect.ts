@@ -6,7 +6,7 @@ import pg from 'pg';
 import { NodeSqliteDatabase } from './sqlite.ts';
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
-import { JoiningDialect, type RequestTransaction } from './request-transaction.ts';
+import { JoiningDialect, type CommitWithRequests, type RequestTransaction } from './request-transaction.ts';
 import type { Database } from './schema.ts';
 
 /** The root handle, or a transaction: what a store function runs its query on. */
@@ -24,6 +24,8 @@ export interface Store {
   dialect: Dialect;
   /** Opens the transaction a write request's queries join (`request-transaction.ts`). */
   openRequestTransaction(): Promise<RequestTransaction>;
+  /** Runs a write that is not a request's so that it commits with the requests' (grouped on SQLite). */
+  commitWithRequests: CommitWithRequests;
   close(): Promise<void>;
 }
 
@@ -95,6 +97,7 @@ function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions
     db,
     dialect,
     openRequestTransaction: () => joining.openRequestTransaction(),
+    commitWithRequests: joining.commitWithRequests,
     close: async () => {
       await db.destroy();
       await whenClosed?.();

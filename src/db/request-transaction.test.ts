@@ -6,7 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { openStore, type Store } from './connect.ts';
-import { inRequestTransaction, type RequestTransaction } from './request-transaction.ts';
+import type { RequestTransaction } from './request-transaction.ts';
 
 // Group commit is SQLite's (one writer); on PostgreSQL each request transaction commits on its own
 // connection, which the idempotency and store suites cover on both backends.
@@ -154,11 +154,11 @@ describe('request transactions on SQLite: group commit', () => {
     assert.equal((await sql<{ count: number }>`select count(*) as count from notes`.execute(store.db)).rows[0]?.count, 21);
   });
 
-  it('a write of its own (inRequestTransaction) joins the group, and its body’s own transaction runs in it, all or nothing', async (t) => {
+  it('a write of its own (commitWithRequests) joins the group, and its body’s own transaction runs in it, all or nothing', async (t) => {
     const { store, outside } = await opened(t);
     const first = await writer(store, 'request');
     let committedMeanwhile: string[] | undefined;
-    const own = inRequestTransaction(store.openRequestTransaction, () =>
+    const own = store.commitWithRequests(() =>
       store.db.transaction().execute(async () => {
         committedMeanwhile = committedBodies(outside);
         await insert(store, 'worker');
@@ -170,7 +170,7 @@ describe('request transactions on SQLite: group commit', () => {
     assert.deepEqual(committedBodies(outside), ['request', 'worker']);
 
     // A body whose transaction fails and which carries on regardless keeps nothing.
-    const failing = inRequestTransaction(store.openRequestTransaction, async () => {
+    const failing = store.commitWithRequests(async () => {
       await store.db
         .transaction()
         .execute(async () => {

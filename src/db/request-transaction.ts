@@ -233,6 +233,11 @@ class JoiningDriver implements Driver {
     this.#turns = singleConnection ? new Turns() : undefined;
   }
 
+  /** Whether request transactions commit in groups: on a backend of one connection (SQLite). */
+  get groupsCommits(): boolean {
+    return this.#turns !== undefined;
+  }
+
   init(): Promise<void> {
     this.#ready ??= this.#inner.init().catch((error: unknown) => {
       this.#ready = undefined;
@@ -448,14 +453,18 @@ class JoiningDriver implements Driver {
 }
 
 /**
- * Runs `fn` in a request transaction of its own and commits it: for a write that does not come
- * through a write route (a provider's webhook; the worker's claims, settles and records of accepted
- * sends), with the same single commit, grouped on SQLite. Resolves once the work is durable; rolls
- * back and rethrows when `fn` or the commit fails. A `db.transaction()` that `fn` opens at the
- * outermost level runs flat, in this one: if it rolls back, the whole does.
+ * Runs a write that does not come through a write route (a provider's webhook; the worker's claims,
+ * settles and records of accepted sends) so that it commits with the request transactions'. Resolves
+ * once the work is durable; rejects when `fn` or the commit fails, and then nothing of it was kept.
  */
-export async function inRequestTransaction<T>(open: () => Promise<RequestTransaction>, fn: () => Promise<T>): Promise<T> {
-  const transaction = await open();
+export type CommitWithRequests = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * `fn` in a request transaction of its own, committed: on SQLite it joins the open commit group. A
+ * `db.transaction()` that `fn` opens at the outermost level runs flat, in this one: if it rolls
+ * back, the whole does.
+ */
+async function inRequestTransaction<T>(transaction: RequestTransaction, fn: () => Promise<T>): Promise<T> {
   transaction.flattenOutermost = true;
   let result: T;
   try {
@@ -486,6 +495,13 @@ export class JoiningDialect implements Dialect {
   openRequestTransaction(): Promise<RequestTransaction> {
     return this.#driver.open();
   }
+
+  /**
+   * On SQLite, `fn` runs in a request transaction of its own, which joins the open commit group. On
+   * PostgreSQL nothing groups (each transaction has a connection of its own), so `fn` runs as it is:
+   * a transaction around it would only add two round trips and hold a connection longer.
+   */
+  readonly commitWithRequests: CommitWithRequests = async (fn) => (this.#driver.groupsCommits ? inRequestTransaction(await this.#driver.open(), fn) : fn());
 
   createDriver(): Driver {
     return this.#driver;

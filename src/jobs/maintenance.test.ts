@@ -109,7 +109,7 @@ describe(`the queue's housekeeping (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`
     const clock = new ManualClock(NOW);
     const worker = createWorker({
       db: testStore.store.db,
-      openTransaction: testStore.store.openRequestTransaction,
+      commitWithRequests: testStore.store.commitWithRequests,
       clock,
       log: silent,
       catalog: [Tick, jobPurge],

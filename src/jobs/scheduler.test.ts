@@ -23,7 +23,7 @@ describe(`the scheduler (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     clock ??= new ManualClock('2026-06-01T10:20:00Z');
     const store = (options.store ?? bed.testStore).store;
     const ran = options.ran ?? [];
-    const worker = createWorker({ db: store.db, openTransaction: store.openRequestTransaction, clock, log: silent, pollMs: 10, catalog: [Hourly, Tick] });
+    const worker = createWorker({ db: store.db, commitWithRequests: store.commitWithRequests, clock, log: silent, pollMs: 10, catalog: [Hourly, Tick] });
     worker.register(Hourly, async ({ slot }) => void ran.push(slot));
     worker.register(Tick, async () => undefined);
     bed.track(worker);

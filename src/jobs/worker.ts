@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { compileOnce } from '../db/compiled-query.ts';
 import type { Db, Trx } from '../db/connect.ts';
-import { inRequestTransaction, type RequestTransaction } from '../db/request-transaction.ts';
+import type { CommitWithRequests } from '../db/request-transaction.ts';
 import type { JobsTable } from '../db/schema.ts';
 import { SECOND, type Clock } from '../lib/clock.ts';
 import { JOBS } from './catalog.ts';
@@ -70,11 +70,8 @@ export interface WorkerLog {
 
 export interface WorkerOptions {
   db: Db;
-  /**
-   * The store's request transactions: the claims and the settles commit with the requests' (grouped
-   * on SQLite, db/request-transaction.ts), and each resolves only once committed.
-   */
-  openTransaction: () => Promise<RequestTransaction>;
+  /** The store's: the claims and the settles commit with the requests' (grouped on SQLite, db/request-transaction.ts). */
+  commitWithRequests: CommitWithRequests;
   clock: Clock;
   log: WorkerLog;
   /** Jobs run at once by this worker. */
@@ -189,7 +186,7 @@ interface Registered {
  * version knows waits for a new worker instead of being failed by an old one.
  */
 export function createWorker(options: WorkerOptions) {
-  const { db, openTransaction, clock, log } = options;
+  const { db, commitWithRequests, clock, log } = options;
   const catalog = new Map((options.catalog ?? JOBS).map((definition) => [definition.name, definition]));
   const scheduler = createScheduler({ db, clock, jobs: [...catalog.values()].filter(isRecurring) });
   const concurrency = options.concurrency ?? 16;
@@ -222,7 +219,7 @@ export function createWorker(options: WorkerOptions) {
     const names = [...handlers.keys()];
     if (names.length === 0) return [];
     const now = clock.now();
-    return inRequestTransaction(openTransaction, () =>
+    return commitWithRequests(() =>
       claimDue.all(db, {
         names,
         now: now.toISOString(),
@@ -288,7 +285,7 @@ export function createWorker(options: WorkerOptions) {
       while (settling.length > 0) {
         const batch = settling.splice(0, settleBatch);
         try {
-          await inRequestTransaction(openTransaction, () => db.transaction().execute((trx) => settleBatchIn(trx, batch)));
+          await commitWithRequests(() => db.transaction().execute((trx) => settleBatchIn(trx, batch)));
           for (const entry of batch) entry.done.resolve();
         } catch {
           // One attempt's write failed (or the store did): each is tried again in a transaction of its

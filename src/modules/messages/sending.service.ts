@@ -1,5 +1,5 @@
 import type { Db, Trx } from '../../db/connect.ts';
-import { inRequestTransaction, type RequestTransaction } from '../../db/request-transaction.ts';
+import type { CommitWithRequests } from '../../db/request-transaction.ts';
 import type { MessagesTable } from '../../db/schema.ts';
 import type { EventSink } from '../../events/emit.ts';
 import { JobError } from '../../jobs/job.ts';
@@ -33,8 +33,8 @@ export const SEND_TIMEOUT_GRACE_MS = 2 * MINUTE;
 
 export interface SendingServiceDeps {
   db: Db;
-  /** The store's request transactions: the worker's record of an accepted send commits with the requests' (grouped on SQLite). */
-  openTransaction: () => Promise<RequestTransaction>;
+  /** The store's: the worker's record of an accepted send commits with the requests' (grouped on SQLite). */
+  commitWithRequests: CommitWithRequests;
   store: MessagesStore;
   clock: Clock;
   events: EventSink;
@@ -57,7 +57,7 @@ export interface SendingServiceDeps {
  * message already sent, and a crash between the two leaves a queued job: never lost, never twice.
  */
 export function createSendingService(deps: SendingServiceDeps) {
-  const { db, openTransaction, store, clock, events, queue, log, provider, checks, messages, connections, contacts, conversations, media, locks } = deps;
+  const { db, commitWithRequests, store, clock, events, queue, log, provider, checks, messages, connections, contacts, conversations, media, locks } = deps;
 
   /** Files an outbound message in its conversation, `queued`, with its `message.status`. */
   async function insertOutbound(
@@ -150,7 +150,7 @@ export function createSendingService(deps: SendingServiceDeps) {
 
   /** The provider took the message: its id, `message.sent`, and `sent` unless a status overtook us. */
   async function recordAccepted(row: MessagesTable, providerMessageId: string): Promise<void> {
-    await inRequestTransaction(openTransaction, () =>
+    await commitWithRequests(() =>
       db.transaction().execute(async (trx) => {
         await store.recordProviderId(trx, row.id, providerMessageId);
         const now = clock.now().toISOString();

@@ -1,5 +1,5 @@
 import type { Db, Trx } from '../../db/connect.ts';
-import { inRequestTransaction, type RequestTransaction } from '../../db/request-transaction.ts';
+import type { CommitWithRequests } from '../../db/request-transaction.ts';
 import { providerWebhookProcess } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
 import type { JobContext } from '../../jobs/worker.ts';
@@ -32,8 +32,8 @@ export interface InboundWebhooks {
 
 export interface ProviderWebhooksServiceDeps {
   db: Db;
-  /** The store's request transactions: a webhook applied at once commits as a write request does, grouped on SQLite. */
-  openTransaction: () => Promise<RequestTransaction>;
+  /** The store's: a webhook applied at once commits with the write requests' (grouped on SQLite). */
+  commitWithRequests: CommitWithRequests;
   store: ProviderWebhooksStore;
   clock: Clock;
   queue: Pick<Queue, 'enqueue'>;
@@ -45,7 +45,7 @@ export interface ProviderWebhooksServiceDeps {
 }
 
 export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps) {
-  const { db, openTransaction, store, clock, queue, log, inbound, connections, messages, templates } = deps;
+  const { db, commitWithRequests, store, clock, queue, log, inbound, connections, messages, templates } = deps;
 
   /** Finds the connection of a number, or says why the update is skipped. */
   async function serving(trx: Trx, phoneNumberId: string, kind: string): Promise<ServingConnection | undefined> {
@@ -194,7 +194,7 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       const updates = localUpdatesOf(body);
       if (updates) {
         try {
-          const fresh = await inRequestTransaction(openTransaction, () =>
+          const fresh = await commitWithRequests(() =>
             db.transaction().execute(async (trx) => {
               if (!(await store.insertIfAbsent(trx, row))) return false;
               await applyAllIn(trx, id, updates);

@@ -74,7 +74,7 @@ function firing(server: TestServer, targets: NotificationTargets, queue: Pick<Qu
   });
   const worker = createWorker({
     db,
-    openTransaction: server.app.store.openRequestTransaction,
+    commitWithRequests: server.app.store.commitWithRequests,
     clock: server.clock,
     log: { error() {}, warn() {} },
     catalog: [scheduleFire],

@@ -341,10 +341,10 @@ describe('webhook endpoints', () => {
      * its job running under a lease nobody will renew. Concurrency 1 keeps it from claiming again.
      */
     async function loseTheAttempt(t: TestContext): Promise<void> {
-      const { db, openRequestTransaction } = server.app.store;
+      const { db, commitWithRequests } = server.app.store;
       const lost = createWorker({
         db,
-        openTransaction: openRequestTransaction,
+        commitWithRequests,
         clock: server.clock,
         log: silent,
         leaseMs: LEASE_MS,
