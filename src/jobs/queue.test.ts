@@ -270,6 +270,16 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       for (const id of ids.filter((_, n) => n !== 3)) assert.equal((await statusOf(id)).status, 'succeeded');
     });
 
+    it('a claim commits with the requests on SQLite (a begin, the claim, a commit) and is one statement on PostgreSQL', async (t) => {
+      let queries = 0;
+      const counted = await createTestStore(t, { onQuery: () => queries++ });
+      const { worker } = setup({ store: counted });
+      worker.register(Tick, async () => undefined);
+      queries = 0;
+      assert.equal(await worker.drain(), 0);
+      assert.equal(queries, usingPostgres ? 1 : 3);
+    });
+
     it('attempts that finish together are settled in far fewer statements than jobs', async (t) => {
       let queries = 0;
       const counted = await createTestStore(t, { onQuery: () => queries++ });
