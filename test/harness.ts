@@ -80,7 +80,7 @@ export function shares(shared: TestStore, close: () => Promise<void>): void {
   sharers.set(shared, set.add(close));
 }
 
-async function openTestStore(options: { onQuery?: (() => void) | undefined }): Promise<TestStore> {
+async function openTestStore(options: { onQuery?: ((sql: string) => void) | undefined }): Promise<TestStore> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-'));
   const databaseUrl = process.env.TEST_DATABASE_URL;
   const schema = databaseUrl ? `test_${randomBytes(6).toString('hex')}` : undefined;
@@ -118,7 +118,7 @@ function openAgain(shared: TestStore, database?: StartOptions['database']): { te
 }
 
 /** A fresh, migrated store: its own SQLite file, or its own PostgreSQL schema; dropped when `scope` ends. */
-export async function createTestStore(scope: Scope, options: { onQuery?: () => void } = {}): Promise<TestStore> {
+export async function createTestStore(scope: Scope, options: { onQuery?: (sql: string) => void } = {}): Promise<TestStore> {
   const testStore = await openTestStore(options);
   scope.after(() => testStore.destroy());
   return testStore;
@@ -197,8 +197,8 @@ export interface StartOptions {
    * would. Closing this server does not destroy that store; destroying the store closes this server.
    */
   shareStore?: TestStore;
-  /** Counts the queries the server runs (see `expand`'s query budget). */
-  onQuery?: () => void;
+  /** Called with each query the server runs, to count them (see `expand`'s query budget). */
+  onQuery?: (sql: string) => void;
   /**
    * With `shareStore` on PostgreSQL: where the server's own pool connects instead of
    * TEST_DATABASE_URL, the same database reached another way (through a proxy a test can cut) or

@@ -44,8 +44,8 @@ export interface StoreOptions {
    * overwhelmed. Default 5 s.
    */
   connectTimeoutMs?: number;
-  /** Called once per query executed: lets tests prove that a page costs a fixed number of queries. */
-  onQuery?: () => void;
+  /** Called once per query executed, with its SQL: lets tests prove that a page costs a fixed number of queries. */
+  onQuery?: (sql: string) => void;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
@@ -62,7 +62,7 @@ const pgTypes = {
 
 function queryLogger(options: StoreOptions): ((event: LogEvent) => void) | undefined {
   const { onQuery } = options;
-  return onQuery ? (event) => event.level === 'query' && onQuery() : undefined;
+  return onQuery ? (event) => event.level === 'query' && onQuery(event.query.sql) : undefined;
 }
 
 export function openStore(options: StoreOptions): Store {
