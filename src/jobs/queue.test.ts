@@ -28,7 +28,9 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let clock: ManualClock;
   const bed = queueBed();
 
-  const setup = (options: { leaseMs?: number; concurrency?: number; store?: TestStore; catalog?: readonly JobDefinition[]; log?: WorkerLog } = {}) => {
+  const setup = (
+    options: { leaseMs?: number; concurrency?: number; pollMs?: number; store?: TestStore; catalog?: readonly JobDefinition[]; log?: WorkerLog } = {},
+  ) => {
     clock ??= new ManualClock('2026-06-01T00:00:00Z');
     const store = (options.store ?? bed.testStore).store;
     const queue = createQueue({ clock });
@@ -308,6 +310,64 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.ok(settleQueries <= 9, `${settleQueries} statements settled 20 jobs`);
       const jobs = await counted.store.db.selectFrom('jobs').select(['status', 'attempts']).execute();
       assert.ok(jobs.every((job) => job.status === 'succeeded' && job.attempts === 1));
+    });
+  });
+
+  describe('when a freed slot claims (the poll set to an hour, so that it never fires here)', () => {
+    const HOUR_POLL = 3_600_000;
+    // The claim is the one statement that starts with its CTE (worker.ts, claimDue).
+    const isClaim = (sql: string) => sql.startsWith('with "due"');
+    const gated = () => {
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      return { gate, open };
+    };
+    const statuses = async (db: TestStore['store']['db'], ids: string[]) =>
+      (await db.selectFrom('jobs').select('status').where('id', 'in', ids).execute()).map((row) => row.status);
+
+    it('a backlog drains through freed slots alone, claim after claim', async () => {
+      const { queue, worker, db } = setup({ concurrency: 2, pollMs: HOUR_POLL });
+      const seen: number[] = [];
+      worker.register(Tick, async ({ n }) => void seen.push(n));
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 7 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      worker.start();
+      await waitFor(async () => (await statuses(db, ids)).every((status) => status === 'succeeded'), { message: 'all seven jobs to succeed' });
+      assert.deepEqual(seen.sort(), [0, 1, 2, 3, 4, 5, 6]);
+    });
+
+    it('once a claim finds the queue drained, the jobs that finish claim nothing', async (t) => {
+      let claims = 0;
+      const counted = await createTestStore(t, { onQuery: (sql) => void (isClaim(sql) && claims++) });
+      const { queue, worker, db } = setup({ concurrency: 8, pollMs: HOUR_POLL, store: counted });
+      const { gate, open } = gated();
+      worker.register(Tick, () => gate);
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 4 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      worker.start();
+      await waitFor(async () => (await statuses(db, ids)).every((status) => status === 'running'), { message: 'the worker to claim the four jobs' });
+      assert.equal(claims, 1, 'one claim took all four (it asked for eight)');
+      open();
+      await waitFor(async () => (await statuses(db, ids)).every((status) => status === 'succeeded'), { message: 'the four jobs to succeed' });
+      assert.equal(claims, 1, 'the four freed slots made no claim');
+    });
+
+    it('a job enqueued while the slots are busy is claimed as soon as one frees', async () => {
+      const { queue, worker, db } = setup({ concurrency: 4, pollMs: HOUR_POLL });
+      const { gate, open } = gated();
+      const seen: number[] = [];
+      worker.register(Tick, async ({ n }) => {
+        if (n < 3) await gate;
+        seen.push(n);
+      });
+      const first = await db.transaction().execute(async (trx) => Promise.all([0, 1, 2].map((n) => queue.enqueue(trx, Tick, { n }))));
+      worker.start();
+      // Three of four slots: the claim took fewer than it asked for, so no backlog is known.
+      await waitFor(async () => (await statuses(db, first)).every((status) => status === 'running'), { message: 'the worker to claim the first three' });
+      const late = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 3 }));
+      // What the service's queue does after the enqueue commits; three running jobs keep the worker from claiming now.
+      worker.wake();
+      open();
+      await waitFor(async () => (await statusOf(late)).status === 'succeeded', { message: 'the late job to run without the poll' });
+      assert.deepEqual(seen.sort(), [0, 1, 2, 3]);
     });
   });
 

@@ -209,9 +209,24 @@ export function createWorker(options: WorkerOptions) {
    * the enqueue committed and missed the job, so the loop looks again instead of sleeping a poll.
    */
   let wakePending = false;
-  function wake(): void {
+  /**
+   * Whether more jobs may be due than the worker last saw: its last claim took all it asked for, or
+   * something was enqueued since. A finished job frees a slot, and the slot is worth a claim only
+   * then: with the queue drained, a claim per finished job would find nothing, and on SQLite each
+   * such claim costs as much as a full one. Jobs that come due by time, or that other processes
+   * enqueue, are found by the poll.
+   */
+  let backlog = true;
+  function rouse(): void {
     if (wakeUp) wakeUp();
     else wakePending = true;
+  }
+  function wake(): void {
+    backlog = true;
+    rouse();
+  }
+  function slotFreed(): void {
+    if (backlog) rouse();
   }
 
   /** Claims up to `limit` due jobs this worker has handlers for (claimDue); other names are left to workers that know them. */
@@ -414,7 +429,7 @@ export function createWorker(options: WorkerOptions) {
       .catch((error: unknown) => log.error({ job_id: job.id, err: error }, 'could not record a job outcome'))
       .finally(() => {
         inFlight.delete(job.id);
-        wake();
+        slotFreed();
       });
     inFlight.set(job.id, entry);
     return entry.promise;
@@ -434,29 +449,34 @@ export function createWorker(options: WorkerOptions) {
       }
       let claimed: JobsTable[] = [];
       if (inFlight.size < refillBelow) {
-        // Whatever was committed before this point, the claim sees.
+        // Whatever was committed before this point, the claim sees; a wake-up during the claim sets
+        // both flags again.
         wakePending = false;
+        backlog = false;
+        const limit = concurrency - inFlight.size;
         try {
-          claimed = await claim(concurrency - inFlight.size);
+          claimed = await claim(limit);
+          if (claimed.length === limit) backlog = true;
         } catch (error) {
+          backlog = true;
           log.error({ err: error }, 'claiming jobs failed; retrying');
         }
         for (const job of claimed) void start(job);
       }
-      if (claimed.length === 0 || inFlight.size >= refillBelow) {
-        if (wakePending) {
-          wakePending = false;
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pollMs);
-          wakeUp = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wakeUp = undefined;
+      // A claim that took fewer than it asked for found the queue drained, and one that took all
+      // filled every slot: either way the next claim waits for a wake-up, a freed slot or the poll.
+      if (wakePending) {
+        wakePending = false;
+        continue;
       }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wakeUp = undefined;
     }
   }
 
