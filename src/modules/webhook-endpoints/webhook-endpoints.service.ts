@@ -163,6 +163,9 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
 
   const targets = new Map<string, DeliveryTarget>();
   const envelopes = new Map<string, { event: EventEnvelope; body: string }>();
+  // A fan-out's jobs are claimed together and start at once, before any read of their event returns:
+  // they share the one read in flight. Keyed by organization too, as the read is scoped by it.
+  const envelopesRead = new Map<string, Promise<{ event: EventEnvelope; body: string } | undefined>>();
 
   function toTarget(row: WebhookEndpointsTable): DeliveryTarget {
     return {
@@ -210,8 +213,16 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
   async function envelopeFor(organizationId: string, eventId: string): Promise<{ event: EventEnvelope; body: string } | undefined> {
     const cached = envelopes.get(eventId);
     if (cached) return cached.event.organization_id === organizationId ? cached : undefined;
-    const event = await events.find(db, organizationId, eventId);
-    return event && remember(envelopes, eventId, { event, body: JSON.stringify(event) }, MAX_CACHED_EVENTS);
+    const key = `${organizationId}/${eventId}`;
+    let read = envelopesRead.get(key);
+    if (!read) {
+      read = events
+        .find(db, organizationId, eventId)
+        .then((event) => event && remember(envelopes, eventId, { event, body: JSON.stringify(event) }, MAX_CACHED_EVENTS))
+        .finally(() => envelopesRead.delete(key));
+      envelopesRead.set(key, read);
+    }
+    return read;
   }
 
   function targetSecrets(target: DeliveryTarget): string[] {

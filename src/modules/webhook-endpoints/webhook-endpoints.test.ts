@@ -227,6 +227,31 @@ describe('webhook endpoints', () => {
       for (const id of [scoped.id, everything.id]) await server.request('DELETE', `/v1/webhook-endpoints/${id}`, { token: apiKey });
     });
 
+    it("a fan-out's deliveries, claimed and started together, read their event once", async (t) => {
+      let eventReads = 0;
+      const counted = await startServer(t, { onQuery: (sql) => void (/^select \* from "events"/.test(sql) && eventReads++) });
+      const team = await signUp(counted);
+      for (let n = 0; n < 5; n++) {
+        const created = await counted.request('POST', '/v1/webhook-endpoints', {
+          token: team.token,
+          body: { url: `${receiver.url}/fan-${n}`, events: ['contact.created'] },
+        });
+        assert.equal(created.status, 201, created.text);
+      }
+      await counted.app.store.db.transaction().execute((trx) =>
+        counted.app.services.events.emit(trx, {
+          type: 'contact.created',
+          organizationId: team.organizationId,
+          connectionId: null,
+          object: { id: 'ct_1', object: 'contact' },
+        }),
+      );
+      eventReads = 0;
+      await counted.app.worker.drain();
+      assert.equal(receiver.received.filter((r) => r.path.includes('/fan-')).length, 5);
+      assert.equal(eventReads, 1);
+    });
+
     it('["*"] receives every type, stored as such so that types added later reach it too; never pings', async () => {
       const all = await createEndpoint({ url: `${receiver.url}/star`, events: ['*'] });
       const shown = await server.request('GET', `/v1/webhook-endpoints/${all.id}`, { token: apiKey });
