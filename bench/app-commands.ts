@@ -325,12 +325,16 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
   // A worker built here is not the one the queue wakes on enqueue; emitting wakes it instead.
   let wakeOwnWorker: (() => void) | undefined;
 
+  // Committed as a write request's transaction is, which is where the service emits its events: on
+  // SQLite it joins the requests' commit group (concurrent emits share a commit).
   async function emitOne(organizationId: string, index: number): Promise<void> {
-    await db
-      .transaction()
-      .execute((trx) =>
-        app.services.events.emit(trx, { type: 'contact.created', organizationId, connectionId: null, object: contactObject(index, new Date()) }),
-      );
+    await store.commitWithRequests(() =>
+      db
+        .transaction()
+        .execute((trx) =>
+          app.services.events.emit(trx, { type: 'contact.created', organizationId, connectionId: null, object: contactObject(index, new Date()) }),
+        ),
+    );
     wakeOwnWorker?.();
   }
 

@@ -1,10 +1,10 @@
 /**
  * `webhooks`: outbound webhook delivery, end to end. Events are emitted inside the service's process
  * (bench/app-commands.ts, as a change in the service would emit them: the event and one delivery
- * job per subscribed endpoint in one transaction), the service's own worker delivers them, and
- * loopback receivers in a third process note when each arrives. Against the same number of raw
- * undici POSTs of the same bytes, at the worker's concurrency, from this process to the same
- * receivers: what the network and the receivers cost without the service.
+ * job per subscribed endpoint in one transaction, committed as a write request's is), the service's
+ * own worker delivers them, and loopback receivers in a third process note when each arrives.
+ * Against the same number of raw undici POSTs of the same bytes, at the worker's concurrency, from
+ * this process to the same receivers: what the network and the receivers cost without the service.
  *
  * Scenarios: a steady rate to one receiver, for latency; a burst to one receiver; a burst fanned out
  * to ten receivers (every event goes to all ten endpoints). On embedded SQLite; with
