@@ -297,8 +297,6 @@ export function createWorker(options: WorkerOptions) {
   async function flush(): Promise<void> {
     flushing = true;
     try {
-      // The attempts whose answers arrive in this round of the event loop settle together.
-      await new Promise<void>((resolve) => setImmediate(resolve));
       while (settling.length > 0) {
         const batch = settling.splice(0, settleBatch);
         try {
