@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startCommand, type StartCommand } from '../scripts/start-command.ts';
 
 const BENCH_DIR = import.meta.dirname;
@@ -196,7 +197,9 @@ async function forkServer(
   });
   if (options.memory) {
     const atStart = procMemory(child.pid!);
-    memory = { kind: options.memory, pid: child.pid!, atStart, last: atStart };
+    await sleep(IDLE_SETTLE_MS);
+    const idle = procMemory(child.pid!);
+    memory = { kind: options.memory, pid: child.pid!, atStart, idle, last: idle };
     memoryRecords.push(memory);
   }
 
@@ -271,8 +274,10 @@ interface ProcMemory {
 interface MemoryRecord {
   kind: 'service' | 'bare';
   pid: number;
-  /** Right after it listens, before the bench has sent it anything. */
+  /** Right after it listens, before the bench has sent it anything: start-up's garbage may still be resident. */
   atStart: ProcMemory | undefined;
+  /** `IDLE_SETTLE_MS` later, still before the bench has sent it anything: what the process holds idle. */
+  idle: ProcMemory | undefined;
   /**
    * Right before the first measured load against it (`measure` with its pid), after the set-up
    * requests. Its `peakKib` is the set-up's peak (a bench's seeding runs in the service process);
@@ -286,6 +291,13 @@ interface MemoryRecord {
 }
 
 const memoryRecords: MemoryRecord[] = [];
+
+/**
+ * How long a server is left alone after it listens before its idle memory is read. Right after
+ * start-up V8 still holds the garbage of loading the code, and frees it within about 1.5 s: six
+ * starts of the service read 143–179 MiB at once and 140–149 MiB 1.5 s later.
+ */
+const IDLE_SETTLE_MS = 2_000;
 
 /** The kernel's view of a process's memory (Linux only; undefined elsewhere or once it has exited). */
 function procMemory(pid: number): ProcMemory | undefined {
@@ -317,8 +329,9 @@ const kibToMib = (kib: number | undefined) => (kib === undefined ? undefined : k
 const mibText = (kib: number | undefined) => kibToMib(kib)?.toFixed(1) ?? 'n/a';
 
 /**
- * The memory lines of a bench: the service's RSS at start, before its load, its peak and at the end,
- * and `RESULT <bench> rss_idle_mib=… baseline=…` (at start) and `RESULT <bench> rss_mib=…
+ * The memory lines of a bench: the service's RSS at start, idle, before its load, its peak and at
+ * the end, and `RESULT <bench> rss_idle_mib=… baseline=…` (idle, `IDLE_SETTLE_MS` after it listens),
+ * `RESULT <bench> rss_start_mib=…` (right after it listens) and `RESULT <bench> rss_mib=…
  * baseline=…` (the peak), each against a bare Fastify server in the same run: the bench's own
  * baseline if it ran one, or else one started here, idle, for the comparison.
  */
@@ -339,6 +352,7 @@ async function printMemory(bench: string): Promise<void> {
     return values.length === 0 ? undefined : Math.max(...values);
   };
   const serviceStart = most(services, (entry) => entry.atStart?.rssKib);
+  const serviceIdle = most(services, (entry) => entry.idle?.rssKib);
   // The load's peak where the kernel's was reset when the load began (noteLoadStarting); the set-up's
   // (a bench's seeding runs in the service process) is shown beside it, never folded in.
   const servicePeak = most(services, (entry) => entry.last?.peakKib);
@@ -347,17 +361,19 @@ async function printMemory(bench: string): Promise<void> {
     ? `peak under the load ${mibText(servicePeak)} (set-up's peak ${mibText(setUpPeak)})`
     : `peak ${mibText(servicePeak)}`;
   const bareStart = most(bare, (entry) => entry.atStart?.rssKib);
+  const bareIdle = most(bare, (entry) => entry.idle?.rssKib);
   const barePeak = most(bare, (entry) => entry.last?.peakKib);
   console.log(
-    `server RSS, MiB: at start ${mibText(serviceStart)}, before the load ${mibText(most(services, (entry) => entry.beforeLoad?.rssKib))}, ` +
+    `server RSS, MiB: at start ${mibText(serviceStart)}, idle ${mibText(serviceIdle)}, before the load ${mibText(most(services, (entry) => entry.beforeLoad?.rssKib))}, ` +
       `${peakText}, at the end ${mibText(most(services, (entry) => entry.last?.rssKib))}; ` +
-      `${bareNote}: at start ${mibText(bareStart)}, peak ${mibText(barePeak)}`,
+      `${bareNote}: at start ${mibText(bareStart)}, idle ${mibText(bareIdle)}, peak ${mibText(barePeak)}`,
   );
   const result = (metric: string, service: number | undefined, baseline: number | undefined) => {
     if (service === undefined || baseline === undefined) console.log(`RESULT ${bench} ${metric}=n/a baseline=n/a ratio=n/a`);
     else printResult(bench, metric, kibToMib(service)!, kibToMib(baseline)!);
   };
-  result('rss_idle_mib', serviceStart, bareStart);
+  result('rss_idle_mib', serviceIdle, bareIdle);
+  result('rss_start_mib', serviceStart, bareStart);
   result('rss_mib', servicePeak, barePeak);
   if (setUpPeak !== undefined) result('rss_setup_mib', setUpPeak, barePeak);
 }
