@@ -385,6 +385,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
           clock: systemClock,
           log: app.server.log,
           catalog: [webhookDelivery],
+          sharedQueue: store.dialect.sharedByProcesses,
           ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
           ...(args.pollMs === undefined ? {} : { pollMs: args.pollMs }),
         });

@@ -49,7 +49,14 @@ export function buildCore(options: {
 }): Core {
   const { config, store, clock, log, metrics } = options;
   const masterKey = ensureMasterKey(config);
-  const worker = createWorker({ db: store.db, commitWithRequests: store.commitWithRequests, clock, log, leaseMs: config.workerLeaseMs });
+  const worker = createWorker({
+    db: store.db,
+    commitWithRequests: store.commitWithRequests,
+    clock,
+    log,
+    leaseMs: config.workerLeaseMs,
+    sharedQueue: store.dialect.sharedByProcesses,
+  });
   // One function, so that a request queueing many jobs wakes the worker once, after it commits.
   const wakeWorker = () => worker.wake();
   return {

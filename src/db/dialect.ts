@@ -10,6 +10,11 @@ export type DialectName = 'sqlite' | 'postgres';
 
 export interface Dialect {
   readonly name: DialectName;
+  /**
+   * Whether several service processes may use the database at once (PostgreSQL), so that rows such
+   * as queued jobs appear that this process never wrote. The embedded SQLite file has one.
+   */
+  readonly sharedByProcesses: boolean;
   /** True when the error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   /**
@@ -46,6 +51,7 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTF
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
+  sharedByProcesses: false,
   isUniqueViolation: (error) => errorCode(error) === 'ERR_SQLITE_ERROR' && /UNIQUE constraint failed/.test(String((error as Error).message)),
   lockSkipLocked: (query) => query,
   lockRows: (query) => query,
@@ -54,6 +60,7 @@ export const sqliteDialect: Dialect = {
 
 export const postgresDialect: Dialect = {
   name: 'postgres',
+  sharedByProcesses: true,
   isUniqueViolation: (error) => errorCode(error) === '23505',
   lockSkipLocked: (query) => query.forUpdate().skipLocked(),
   lockRows: (query) => query.forNoKeyUpdate(),

@@ -29,7 +29,15 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   const bed = queueBed();
 
   const setup = (
-    options: { leaseMs?: number; concurrency?: number; pollMs?: number; store?: TestStore; catalog?: readonly JobDefinition[]; log?: WorkerLog } = {},
+    options: {
+      leaseMs?: number;
+      concurrency?: number;
+      pollMs?: number;
+      sharedQueue?: boolean;
+      store?: TestStore;
+      catalog?: readonly JobDefinition[];
+      log?: WorkerLog;
+    } = {},
   ) => {
     clock ??= new ManualClock('2026-06-01T00:00:00Z');
     const store = (options.store ?? bed.testStore).store;
@@ -348,6 +356,24 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       open();
       await waitFor(async () => (await statuses(db, ids)).every((status) => status === 'succeeded'), { message: 'the four jobs to succeed' });
       assert.equal(claims, 1, 'the four freed slots made no claim');
+    });
+
+    it('in a queue other processes share, a freed slot claims what they enqueued, unannounced', async () => {
+      const { queue, worker, db } = setup({ concurrency: 4, pollMs: HOUR_POLL, sharedQueue: true });
+      const { gate, open } = gated();
+      const seen: number[] = [];
+      worker.register(Tick, async ({ n }) => {
+        if (n < 3) await gate;
+        seen.push(n);
+      });
+      const first = await db.transaction().execute(async (trx) => Promise.all([0, 1, 2].map((n) => queue.enqueue(trx, Tick, { n }))));
+      worker.start();
+      await waitFor(async () => (await statuses(db, first)).every((status) => status === 'running'), { message: 'the worker to claim the first three' });
+      // As another process would: no wake-up reaches this worker.
+      const elsewhere = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 3 }));
+      open();
+      await waitFor(async () => (await statusOf(elsewhere)).status === 'succeeded', { message: 'the job enqueued elsewhere to run without the poll' });
+      assert.deepEqual(seen.sort(), [0, 1, 2, 3]);
     });
 
     it('a job enqueued while the slots are busy is claimed as soon as one frees', async () => {

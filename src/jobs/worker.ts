@@ -83,6 +83,14 @@ export interface WorkerOptions {
   /** Most finished attempts recorded in one transaction (default: `concurrency`). */
   settleBatch?: number;
   /**
+   * Whether other processes enqueue into this queue too (a database several service processes
+   * share). A freed slot then always claims: jobs may be waiting that no wake-up here announced, and
+   * a worker whose claim came back short because another took the jobs would otherwise sit out the
+   * poll. Default false: every job is enqueued here, so a freed slot claims only while a backlog is
+   * known.
+   */
+  sharedQueue?: boolean;
+  /**
    * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
    * must have a handler before the worker starts, and the recurring ones among them are scheduled.
    */
@@ -213,10 +221,11 @@ export function createWorker(options: WorkerOptions) {
    * Whether more jobs may be due than the worker last saw: its last claim took all it asked for, or
    * something was enqueued since. A finished job frees a slot, and the slot is worth a claim only
    * then: with the queue drained, a claim per finished job would find nothing, and on SQLite each
-   * such claim costs as much as a full one. Jobs that come due by time, or that other processes
-   * enqueue, are found by the poll.
+   * such claim costs as much as a full one. Jobs that come due by time are found by the poll, and
+   * so are those other processes enqueue, unless the queue is shared (`sharedQueue`).
    */
   let backlog = true;
+  const sharedQueue = options.sharedQueue ?? false;
   function rouse(): void {
     if (wakeUp) wakeUp();
     else wakePending = true;
@@ -226,7 +235,7 @@ export function createWorker(options: WorkerOptions) {
     rouse();
   }
   function slotFreed(): void {
-    if (backlog) rouse();
+    if (backlog || sharedQueue) rouse();
   }
 
   /** Claims up to `limit` due jobs this worker has handlers for (claimDue); other names are left to workers that know them. */
@@ -465,6 +474,8 @@ export function createWorker(options: WorkerOptions) {
       }
       // A claim that took fewer than it asked for found the queue drained, and one that took all
       // filled every slot: either way the next claim waits for a wake-up, a freed slot or the poll.
+      // In a shared queue a short claim may only mean that another worker took the rest: look again.
+      if (sharedQueue && claimed.length > 0 && inFlight.size < refillBelow) continue;
       if (wakePending) {
         wakePending = false;
         continue;
