@@ -358,8 +358,14 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.equal(claims, 1, 'the four freed slots made no claim');
     });
 
-    it('in a queue other processes share, a freed slot claims what they enqueued, unannounced', async () => {
-      const { queue, worker, db } = setup({ concurrency: 4, pollMs: HOUR_POLL, sharedQueue: true });
+    /**
+     * Three gated jobs take three of four slots (a short claim, so no backlog is known); a fourth is
+     * enqueued, and `announced` wakes the worker as the service's queue does after the enqueue
+     * commits (three running jobs keep it from claiming then). When the gate opens, the fourth must
+     * run without the poll.
+     */
+    const fourthRunsWhenASlotFrees = async (options: { sharedQueue: boolean; announced: boolean }) => {
+      const { queue, worker, db } = setup({ concurrency: 4, pollMs: HOUR_POLL, sharedQueue: options.sharedQueue });
       const { gate, open } = gated();
       const seen: number[] = [];
       worker.register(Tick, async ({ n }) => {
@@ -369,32 +375,17 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       const first = await db.transaction().execute(async (trx) => Promise.all([0, 1, 2].map((n) => queue.enqueue(trx, Tick, { n }))));
       worker.start();
       await waitFor(async () => (await statuses(db, first)).every((status) => status === 'running'), { message: 'the worker to claim the first three' });
-      // As another process would: no wake-up reaches this worker.
-      const elsewhere = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 3 }));
+      const fourth = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 3 }));
+      if (options.announced) worker.wake();
       open();
-      await waitFor(async () => (await statusOf(elsewhere)).status === 'succeeded', { message: 'the job enqueued elsewhere to run without the poll' });
+      await waitFor(async () => (await statusOf(fourth)).status === 'succeeded', { message: 'the fourth job to run without the poll' });
       assert.deepEqual(seen.sort(), [0, 1, 2, 3]);
-    });
+    };
 
-    it('a job enqueued while the slots are busy is claimed as soon as one frees', async () => {
-      const { queue, worker, db } = setup({ concurrency: 4, pollMs: HOUR_POLL });
-      const { gate, open } = gated();
-      const seen: number[] = [];
-      worker.register(Tick, async ({ n }) => {
-        if (n < 3) await gate;
-        seen.push(n);
-      });
-      const first = await db.transaction().execute(async (trx) => Promise.all([0, 1, 2].map((n) => queue.enqueue(trx, Tick, { n }))));
-      worker.start();
-      // Three of four slots: the claim took fewer than it asked for, so no backlog is known.
-      await waitFor(async () => (await statuses(db, first)).every((status) => status === 'running'), { message: 'the worker to claim the first three' });
-      const late = await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: 3 }));
-      // What the service's queue does after the enqueue commits; three running jobs keep the worker from claiming now.
-      worker.wake();
-      open();
-      await waitFor(async () => (await statusOf(late)).status === 'succeeded', { message: 'the late job to run without the poll' });
-      assert.deepEqual(seen.sort(), [0, 1, 2, 3]);
-    });
+    it('a job enqueued while the slots are busy is claimed as soon as one frees', () => fourthRunsWhenASlotFrees({ sharedQueue: false, announced: true }));
+
+    it('in a queue other processes share, a freed slot claims what they enqueued, unannounced', () =>
+      fourthRunsWhenASlotFrees({ sharedQueue: true, announced: false }));
   });
 
   // PostgreSQL is the store for several processes; SQLite has one writer, so there the two workers
