@@ -38,7 +38,8 @@ export interface AccessRow {
   access: Access;
 }
 
-export type Authenticate = (bearer: string) => Promise<Principal>;
+/** A principal, at once where it is remembered; a refusal is thrown or rejected. */
+export type Authenticate = (bearer: string) => Principal | Promise<Principal>;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -95,19 +96,35 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
     for (const method of methods) if (method !== 'HEAD') table.push({ method, url: route.url, access });
   });
 
-  app.addHook('onRequest', async (request) => {
+  // A callback, not an async function: a credential remembered from the last second is checked with
+  // no promise at all, on the path every /v1 request takes.
+  app.addHook('onRequest', (request, _reply, done) => {
     const access = request.routeOptions.config.access;
-    if (!access || access.public) return;
+    if (!access || access.public) {
+      done();
+      return;
+    }
+    let principal: Principal | Promise<Principal>;
+    try {
+      const credential = bearerCredential(request.headers.authorization);
+      if (credential === undefined) throw new AppError('credential_missing', 'Send a credential in the Authorization header: `Bearer <credential>`.');
+      principal = authenticate(credential);
+    } catch (error) {
+      done(error as AppError);
+      return;
+    }
+    if (principal instanceof Promise) principal.then((resolved) => done(admit(request, resolved, access)), done);
+    else done(admit(request, principal, access));
+  });
 
-    const credential = bearerCredential(request.headers.authorization);
-    if (credential === undefined) throw new AppError('credential_missing', 'Send a credential in the Authorization header: `Bearer <credential>`.');
-    const principal = await authenticate(credential);
+  /** Attaches the principal; the refusal, if its credential may not call the route. */
+  function admit(request: FastifyRequest, principal: Principal, access: Extract<Access, { scope: unknown }>): AppError | undefined {
     // Attached before the checks below so that a refused (403) request is still charged to its
     // credential's rate-limit bucket rather than to its source address.
     request.principal = principal;
 
     if (principal.kind === 'oauth_token' && principal.resource && principal.resource !== options.v1Resource && request.routeOptions.url?.startsWith('/v1/')) {
-      throw new AppError(
+      return new AppError(
         'credential_invalid',
         `This OAuth token was issued for ${principal.resource}; the /v1 API accepts only tokens issued for ${options.v1Resource} (the \`resource\` of the authorization request).`,
       );
@@ -116,21 +133,22 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
     if (access.credentials && !access.credentials.includes(principal.kind)) {
       if (access.otherKinds === 'unauthenticated') {
         const accepted = access.credentials.map((kind) => CREDENTIAL_NAMES[kind]).join(' or ');
-        throw new AppError('credential_invalid', `This endpoint takes only ${accepted}, not ${CREDENTIAL_NAMES[principal.kind]}.`);
+        return new AppError('credential_invalid', `This endpoint takes only ${accepted}, not ${CREDENTIAL_NAMES[principal.kind]}.`);
       }
-      throw new AppError('credential_kind_not_allowed', `This endpoint does not accept ${CREDENTIAL_NAMES[principal.kind]}.`, {
+      return new AppError('credential_kind_not_allowed', `This endpoint does not accept ${CREDENTIAL_NAMES[principal.kind]}.`, {
         extra: { allowed_credentials: access.credentials },
       });
     }
     if (access.roles && principal.role && !access.roles.includes(principal.role)) {
-      throw new AppError('role_insufficient', `This endpoint is for ${access.roles.join(' or ')} members.`, {
+      return new AppError('role_insufficient', `This endpoint is for ${access.roles.join(' or ')} members.`, {
         extra: { allowed_roles: access.roles },
       });
     }
     if (access.scope && !principal.scopes.has(access.scope)) {
-      throw new AppError('scope_missing', `This endpoint requires the ${access.scope} scope.`, { extra: { required_scope: access.scope } });
+      return new AppError('scope_missing', `This endpoint requires the ${access.scope} scope.`, { extra: { required_scope: access.scope } });
     }
-  });
+    return undefined;
+  }
 
   return table;
 }

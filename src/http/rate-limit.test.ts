@@ -106,17 +106,17 @@ describe('rate limits: a token bucket per credential and per source address', ()
       assert.equal(takeToken(debt, ADDRESS).take.resetMs, 60_000);
     });
 
-    it('memory buckets follow the service clock: 50 ms later an exhausted OAuth bucket admits one more request', async () => {
+    it('memory buckets follow the service clock: 50 ms later an exhausted OAuth bucket admits one more request', () => {
       const clock = new ManualClock('2026-06-01T12:00:00Z');
       const buckets = createMemoryBuckets(clock);
-      for (let i = 0; i < 40; i++) assert.equal((await buckets.take('oauth_token', 'otk_1', OAUTH)).allowed, true);
-      assert.equal((await buckets.take('oauth_token', 'otk_1', OAUTH)).allowed, false);
+      for (let i = 0; i < 40; i++) assert.equal(buckets.take('oauth_token', 'otk_1', OAUTH).allowed, true);
+      assert.equal(buckets.take('oauth_token', 'otk_1', OAUTH).allowed, false);
       clock.advance(49);
-      assert.equal((await buckets.take('oauth_token', 'otk_1', OAUTH)).allowed, false);
+      assert.equal(buckets.take('oauth_token', 'otk_1', OAUTH).allowed, false);
       clock.advance(1);
-      const back = await buckets.take('oauth_token', 'otk_1', OAUTH);
+      const back = buckets.take('oauth_token', 'otk_1', OAUTH);
       assert.deepEqual([back.allowed, back.remaining], [true, 0]);
-      assert.equal((await buckets.take('oauth_token', 'otk_2', OAUTH)).remaining, 39, 'another key has its own bucket');
+      assert.equal(buckets.take('oauth_token', 'otk_2', OAUTH).remaining, 39, 'another key has its own bucket');
     });
   });
 

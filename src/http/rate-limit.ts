@@ -109,12 +109,17 @@ export interface BucketStore {
 // Full buckets are forgotten lazily; a sweep every so many takes bounds the map under a flood of addresses.
 const SWEEP_EVERY = 4096;
 
+/** A bucket store that answers at once: the hook then charges a request with no promise. */
+export interface MemoryBuckets {
+  take(bucket: string, key: string, policy: BucketPolicy, cost?: number): Take;
+}
+
 /** Buckets in this process's memory, on the service's clock (so tests move time instead of sleeping). */
-export function createMemoryBuckets(clock: Clock): BucketStore {
+export function createMemoryBuckets(clock: Clock): MemoryBuckets {
   const fullAt = new Map<string, number>();
   let takes = 0;
   return {
-    async take(bucket, key, policy, cost = 1) {
+    take(bucket, key, policy, cost = 1) {
       const now = clock.now().getTime();
       const id = `${bucket}:${key}`;
       const { take, debtMs } = takeToken((fullAt.get(id) ?? now) - now, policy, cost);
@@ -261,29 +266,16 @@ export async function registerRateLimits(app: HttpServer, options: RateLimitOpti
     app.log.info('rate-limit store (Redis) reachable again: buckets are shared');
   };
 
-  function bucketOf(request: FastifyRequest): { bucket: string; key: string; policy: BucketPolicy; who: string } {
+  function bucketOf(request: FastifyRequest): { bucket: string; key: string; policy: BucketPolicy } {
     const principal = request.principal;
-    if (principal) {
-      return { bucket: principal.kind, key: principal.credentialId, policy: perCredential[principal.kind], who: `This ${CREDENTIAL_NAMES[principal.kind]}` };
-    }
-    return { bucket: 'address', key: request.ip, policy: perAddress, who: 'Unauthenticated traffic from this address' };
+    if (principal) return { bucket: principal.kind, key: principal.credentialId, policy: perCredential[principal.kind] };
+    return { bucket: 'address', key: request.ip, policy: perAddress };
   }
 
-  async function take(request: FastifyRequest, cost: number): Promise<Take | undefined> {
+  function takeFromMemory(request: FastifyRequest, cost: number): Take | undefined {
     const { bucket, key, policy } = bucketOf(request);
     try {
-      if (shared) {
-        try {
-          const result = await shared.take(bucket, key, policy, cost);
-          storeBack();
-          return result;
-        } catch (error) {
-          // Neither open (an outage would lift every limit) nor closed (it would stop the whole API):
-          // each process enforces the limits on its own, so the service admits at most N times them.
-          storeFailed(error);
-        }
-      }
-      return await memory.take(bucket, key, policy, cost);
+      return memory.take(bucket, key, policy, cost);
     } catch (error) {
       // A limiter fault must never become a 500: the request goes through, unmetered.
       request.log.error({ err: error }, 'rate limiter failed; request not limited');
@@ -291,19 +283,49 @@ export async function registerRateLimits(app: HttpServer, options: RateLimitOpti
     }
   }
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (isExempt(request)) return;
-    accounted.add(request);
-    const result = await take(request, 1);
-    if (!result) return;
-    setHeaders(reply, result);
-    if (!result.allowed) {
-      const { who, policy } = bucketOf(request);
-      const retryAfter = Math.max(1, wholeSeconds(result.retryAfterMs));
-      throw new AppError('rate_limited', `${who} may send ${policy.burst} requests at once, refilled at ${describeRate(policy)}; retry in ${retryAfter} s.`, {
-        headers: { 'retry-after': String(retryAfter) },
-      });
+  async function take(request: FastifyRequest, cost: number): Promise<Take | undefined> {
+    if (shared) {
+      const { bucket, key, policy } = bucketOf(request);
+      try {
+        const result = await shared.take(bucket, key, policy, cost);
+        storeBack();
+        return result;
+      } catch (error) {
+        // Neither open (an outage would lift every limit) nor closed (it would stop the whole API):
+        // each process enforces the limits on its own, so the service admits at most N times them.
+        storeFailed(error);
+      }
     }
+    return takeFromMemory(request, cost);
+  }
+
+  /** Describes the bucket in the headers; the refusal when it was empty. */
+  function charged(request: FastifyRequest, reply: FastifyReply, result: Take | undefined): AppError | undefined {
+    if (!result) return undefined;
+    setHeaders(reply, result);
+    if (result.allowed) return undefined;
+    const principal = request.principal;
+    const who = principal ? `This ${CREDENTIAL_NAMES[principal.kind]}` : 'Unauthenticated traffic from this address';
+    const { policy } = bucketOf(request);
+    const retryAfter = Math.max(1, wholeSeconds(result.retryAfterMs));
+    return new AppError('rate_limited', `${who} may send ${policy.burst} requests at once, refilled at ${describeRate(policy)}; retry in ${retryAfter} s.`, {
+      headers: { 'retry-after': String(retryAfter) },
+    });
+  }
+
+  // A callback rather than an async function: with buckets in memory a request is charged with no
+  // promise at all, on the path every request takes.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (isExempt(request)) {
+      done();
+      return;
+    }
+    accounted.add(request);
+    if (!shared) {
+      done(charged(request, reply, takeFromMemory(request, 1)));
+      return;
+    }
+    void take(request, 1).then((result) => done(charged(request, reply, result)));
   });
 
   // Requests refused before the hook above could run. A failed authentication spends from its

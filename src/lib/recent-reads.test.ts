@@ -42,6 +42,16 @@ describe('RecentReads', () => {
     assert.equal(store.reads, 2);
   });
 
+  it('answers a fresh record as it is, a read in a promise', async () => {
+    const cache = new RecentReads<Row>({ clock: new ManualClock('2026-06-01T12:00:00Z'), ttlMs: 1000, maxEntries: 10 });
+    const store = fakeStore();
+    store.rows.set('a', { id: 'a', version: 1 });
+    const first = cache.read('a', store.read('a'), tagsOf);
+    assert.ok(first instanceof Promise, 'a read from the store');
+    await first;
+    assert.deepEqual(cache.read('a', store.read('a'), tagsOf), { id: 'a', version: 1 }, 'remembered: no promise, so no turn of the microtask queue');
+  });
+
   it('forget drops the record at once: the next read goes to the store', async () => {
     const clock = new ManualClock();
     const cache = new RecentReads<Row>({ clock, ttlMs: 1000, maxEntries: 10 });

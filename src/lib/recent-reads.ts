@@ -56,8 +56,11 @@ export class RecentReads<V> {
   /**
    * The record under `key`: remembered if it is still fresh, else `read` from the store (and kept,
    * tagged by `tagsOf`). What `read` throws is thrown and nothing is kept.
+   *
+   * A fresh record is returned as it is, not in a promise: the callers on every request's path (the
+   * credential in the access hook) then answer without a turn of the microtask queue.
    */
-  async read<R extends V | undefined>(key: string, read: () => Promise<R>, tagsOf: (value: V) => readonly string[]): Promise<R> {
+  read<R extends V | undefined>(key: string, read: () => Promise<R>, tagsOf: (value: V) => readonly string[]): R | Promise<R> {
     const now = this.#clock.now().getTime();
     const entry = this.#entries.get(key);
     if (entry) {
@@ -69,6 +72,10 @@ export class RecentReads<V> {
       }
       this.#drop(key);
     }
+    return this.#readThrough(key, now, read, tagsOf);
+  }
+
+  async #readThrough<R extends V | undefined>(key: string, now: number, read: () => Promise<R>, tagsOf: (value: V) => readonly string[]): Promise<R> {
     const forgetsBefore = this.#forgets;
     const value = await read();
     if (value === undefined) return value;
