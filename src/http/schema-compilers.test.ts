@@ -6,8 +6,9 @@ import { createRequire } from 'node:module';
 import { assertError, createConnection, createKey, inbound, newCustomer, settle, startServerWithOwner } from '../../test/factories.ts';
 import { ContactListSchema } from '../modules/contacts/contacts.schemas.ts';
 import { ConversationListSchema } from '../modules/conversations/conversations.schemas.ts';
+import { IdentitySchema } from '../modules/identity/identity.routes.ts';
 import { MessageListSchema } from '../modules/messages/messages.schemas.ts';
-import { createSchemaCompilers, nullablesAsTypeLists } from './schema-compilers.ts';
+import { createSchemaCompilers, serializerSchema } from './schema-compilers.ts';
 import { Nullable, Timestamp } from './schemas.ts';
 import { createHttpServer } from './server.ts';
 
@@ -64,8 +65,11 @@ describe('route schemas compiled on first use', () => {
   });
 });
 
-describe('nullable values serialized as type lists', () => {
+describe('nullable values and arrays of enums serialized as typed strings', () => {
   const Row = Type.Object({
+    state: Type.Enum(['open', 'closed']),
+    mode: Nullable(Type.Enum(['live', 'test'])),
+    scopes: Type.Array(Type.Enum(['messages:read', 'messages:write'])),
     at: Nullable(Timestamp),
     name: Nullable(Type.String()),
     count: Nullable(Type.Integer()),
@@ -75,7 +79,7 @@ describe('nullable values serialized as type lists', () => {
   });
 
   it('turns anyOf [X, null] into a type list, inside nullable objects too', () => {
-    const rewritten = nullablesAsTypeLists(Row) as { properties: Record<string, Record<string, unknown>> };
+    const rewritten = serializerSchema(Row) as { properties: Record<string, Record<string, unknown>> };
     assert.deepEqual(rewritten.properties.at!.type, ['string', 'null']);
     assert.equal(rewritten.properties.at!.format, 'date-time');
     assert.deepEqual(rewritten.properties.count!.type, ['integer', 'null']);
@@ -87,12 +91,45 @@ describe('nullable values serialized as type lists', () => {
     assert.deepEqual((rewritten.properties.list!.items as Record<string, unknown>).type, ['string', 'null']);
   });
 
+  it('types the strings of an array of an enum, and a nullable enum as a type list', () => {
+    const rewritten = serializerSchema(Row) as { properties: Record<string, Record<string, unknown>> };
+    assert.equal(rewritten.properties.state!.type, undefined, 'a single enum value is left as it is');
+    assert.deepEqual(rewritten.properties.mode!.type, ['string', 'null']);
+    assert.equal(rewritten.properties.mode!.anyOf, undefined);
+    assert.equal((rewritten.properties.scopes!.items as Record<string, unknown>).type, 'string');
+    assert.equal(
+      (serializerSchema({ type: 'array', items: { enum: ['a', 1] } }) as { items: { type?: unknown } }).items.type,
+      undefined,
+      'a mixed enum keeps no type',
+    );
+  });
+
   it("a route's serializer writes nullable values as JSON does", () => {
     const serialize = createSchemaCompilers().serializerCompiler({ schema: Row, method: 'GET', url: '/rows', httpStatus: '200' });
     for (const row of [
-      { at: '2026-01-01T00:00:00.000Z', name: 'Zoë "quoted" \u2028', count: 3, flag: true, nested: { at: null }, list: ['a', null] },
-      { at: null, name: null, count: null, flag: null, nested: null, list: [] },
-      { at: '2026-06-01T12:00:00.000Z', name: '', count: 0, flag: false, nested: { at: '2026-06-01T12:00:00.000Z' }, list: [null] },
+      {
+        state: 'open',
+        mode: 'live',
+        scopes: ['messages:read', 'messages:write'],
+        at: '2026-01-01T00:00:00.000Z',
+        name: 'Zoë "quoted" \u2028',
+        count: 3,
+        flag: true,
+        nested: { at: null },
+        list: ['a', null],
+      },
+      { state: 'closed', mode: null, scopes: [], at: null, name: null, count: null, flag: null, nested: null, list: [] },
+      {
+        state: 'open',
+        mode: 'test',
+        scopes: ['messages:write'],
+        at: '2026-06-01T12:00:00.000Z',
+        name: '',
+        count: 0,
+        flag: false,
+        nested: { at: '2026-06-01T12:00:00.000Z' },
+        list: [null],
+      },
     ]) {
       assert.equal(serialize(row), JSON.stringify(row));
     }
@@ -103,8 +140,8 @@ describe('nullable values serialized as type lists', () => {
 const referenceSerializer = (schema: unknown) =>
   (createRequire(import.meta.resolve('fastify'))('fast-json-stringify') as (schema: unknown) => (data: unknown) => string)(schema);
 
-describe('answers written from type lists are the bytes the anyOf schemas write', () => {
-  it('conversations with their contact and last message, messages with context, referral and error, contacts', async (t) => {
+describe('answers written from the rewritten schemas are the bytes the schemas as written give', () => {
+  it('conversations with their contact and last message, messages with context, referral and error, contacts, the identity', async (t) => {
     const { server, owner } = await startServerWithOwner(t);
     const connection = await createConnection(server, owner);
     const { key } = await createKey(server, owner.token, { kind: 'organization', mode: 'live' });
@@ -128,6 +165,7 @@ describe('answers written from type lists are the bytes the anyOf schemas write'
       ['/v1/conversations?expand=contact,last_message', ConversationListSchema],
       ['/v1/messages', MessageListSchema],
       ['/v1/contacts', ContactListSchema],
+      ['/v1/identity', IdentitySchema],
     ] as const) {
       const response = await server.request('GET', path, { token: key });
       assert.equal(response.status, 200, response.text);
