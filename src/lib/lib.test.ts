@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ID_PREFIXES, idPattern, newId } from './ids.ts';
 import { SecretBox, constantTimeEqual, hashPassword, pooledRandomBytes, randomBase62, verifyPassword } from './crypto.ts';
-import { ManualClock } from './clock.ts';
+import { DAY, ManualClock, isoDayLater } from './clock.ts';
 
 describe('identifiers', () => {
   it('are <prefix>_<26 characters> for every kind', () => {
@@ -90,5 +90,22 @@ describe('the manual clock', () => {
     assert.equal(clock.now().toISOString(), '2026-01-01T00:00:00.000Z');
     clock.advance(1500);
     assert.equal(clock.now().toISOString(), '2026-01-01T00:00:01.500Z');
+  });
+});
+
+describe('isoDayLater', () => {
+  it('is the instant a day later as toISOString writes it, across month, year and leap-day ends', () => {
+    const start = Date.parse('2023-12-25T00:00:00.000Z');
+    // Every day of more than four years, each at a different time of day (milliseconds included).
+    for (let day = 0; day < 1500; day++) {
+      const at = new Date(start + day * DAY + ((day * 7_919_113) % DAY)).toISOString();
+      assert.equal(isoDayLater(at), new Date(Date.parse(at) + DAY).toISOString(), at);
+    }
+  });
+
+  it('reads timestamps of other shapes as Date does', () => {
+    for (const at of ['2026-02-10T08:00:00Z', '2026-02-10T08:00:00.000+01:00', '+010000-01-05T00:00:00.000Z', '2026-02-28T23:59:59.999Z']) {
+      assert.equal(isoDayLater(at), new Date(Date.parse(at) + DAY).toISOString(), at);
+    }
   });
 });

@@ -5,7 +5,7 @@ import { changedAttributes } from '../../events/envelope.ts';
 import type { EventSink } from '../../events/emit.ts';
 import { conversationWindowExpiring } from '../../jobs/catalog.ts';
 import type { Queue } from '../../jobs/queue.ts';
-import { HOUR, type Clock } from '../../lib/clock.ts';
+import { DAY, HOUR, isoDayLater, type Clock } from '../../lib/clock.ts';
 import { AppError, invalidParam, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { mergeMetadata, METADATA_MAX_KEYS } from '../../lib/metadata.ts';
@@ -23,8 +23,11 @@ import {
 import type { ConnectionScope } from '../../db/connection-scope.ts';
 import type { ConversationSort, ConversationChanges, ConversationsStore } from './conversations.store.ts';
 
-/** The customer service window: free-form messages are allowed this long after the customer's last message. */
-export const WINDOW_MS = 24 * HOUR;
+/**
+ * The customer service window: free-form messages are allowed this long after the customer's last
+ * message. One day, which `expiryOf` counts with `isoDayLater`.
+ */
+export const WINDOW_MS = DAY;
 /** `conversation.window_expiring` comes this long before the window closes. */
 export const WINDOW_WARNING_MS = HOUR;
 
@@ -35,8 +38,7 @@ export interface Window {
   expiresAt: string | null;
 }
 
-const expiryOf = (lastInboundAt: string | null): string | null =>
-  lastInboundAt === null ? null : new Date(Date.parse(lastInboundAt) + WINDOW_MS).toISOString();
+const expiryOf = (lastInboundAt: string | null): string | null => (lastInboundAt === null ? null : isoDayLater(lastInboundAt));
 
 /** Tags are a set, stored and shown sorted, so that equal sets compare equal in `previous_attributes`. */
 const tagSet = (...lists: readonly string[][]): string[] => [...new Set(lists.flat())].sort();
