@@ -113,7 +113,8 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
       done(error as AppError);
       return;
     }
-    if (principal instanceof Promise) principal.then((resolved) => done(admit(request, resolved, access)), done);
+    // A fault in admit itself reaches done as an error too, never an unhandled rejection.
+    if (principal instanceof Promise) principal.then((resolved) => admit(request, resolved, access)).then(done, done);
     else done(admit(request, principal, access));
   });
 

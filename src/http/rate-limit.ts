@@ -325,7 +325,9 @@ export async function registerRateLimits(app: HttpServer, options: RateLimitOpti
       done(charged(request, reply, takeFromMemory(request, 1)));
       return;
     }
-    void take(request, 1).then((result) => done(charged(request, reply, result)));
+    void take(request, 1)
+      .then((result) => charged(request, reply, result))
+      .then(done, done);
   });
 
   // Requests refused before the hook above could run. A failed authentication spends from its
