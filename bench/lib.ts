@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startCommand, type StartCommand } from '../scripts/start-command.ts';
+import { PERF_NODE_ARGS, perfDirectory, startPerf } from './perf-profile.ts';
 
 const BENCH_DIR = import.meta.dirname;
 
@@ -150,9 +151,12 @@ async function forkServer(
   options: { env: NodeJS.ProcessEnv; execArgv?: string[]; cleanUp?: () => Promise<void>; removeNow?: () => void; memory?: MemoryRecord['kind'] },
 ): Promise<BenchServer> {
   installCleanUp();
+  // Under BENCH_PERF every server writes its jitdump into the profile directory, its working directory.
+  const perfDir = perfDirectory();
   const child = fork(path.join(BENCH_DIR, script), [], {
     env: options.env,
-    execArgv: options.execArgv ?? [],
+    execArgv: [...(options.execArgv ?? []), ...(perfDir ? PERF_NODE_ARGS : [])],
+    ...(perfDir ? { cwd: perfDir } : {}),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 
@@ -740,8 +744,14 @@ export async function measure(options: LoadOptions): Promise<LoadFigures> {
   if (options.pid !== undefined) noteLoadStarting(options.pid);
   if (options.warmupSeconds) check(await run(options.warmupSeconds), 'warm-up');
   const cpu = options.pid === undefined ? undefined : startCpuClock(options.pid);
+  const perfDir = perfDirectory();
+  const perf =
+    perfDir && options.pid !== undefined
+      ? startPerf(perfDir, options.pid, `pid${options.pid}${new URL(options.url).pathname.replace(/\W+/g, '-')}`)
+      : undefined;
   const result = await run(options.seconds ?? 10);
   const cpuUsPerRequest = cpu?.usPer(result.requests.total);
+  await perf?.stop();
   check(result, 'measurement');
   return {
     reqPerSec: result.requests.average,
