@@ -201,6 +201,24 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.equal(job.locked_by, null);
   });
 
+  it('stops at once when told to while it looks for jobs, not after its poll', async () => {
+    const { worker } = setup({ pollMs: 3_600_000 });
+    worker.register(Tick, async () => undefined);
+    // Bounded, so that a stop that waits for the poll fails here rather than hangs the suite.
+    const stopsSoon = (what: string) =>
+      Promise.race([
+        worker.stop(100),
+        new Promise((_resolve, reject) => setTimeout(() => reject(new Error(`the worker did not stop ${what}`)), 5_000).unref()),
+      ]);
+    // The loop is now at its first await (the scheduler's tick), before its claim.
+    worker.start();
+    await stopsSoon('before its claim');
+    worker.start();
+    // And in the middle of a claim.
+    await new Promise((resolve) => setImmediate(resolve));
+    await stopsSoon('during its claim');
+  });
+
   it('stopping hands unfinished jobs back at once, their attempt uncounted', async () => {
     const { queue, worker, db } = setup();
     worker.register(

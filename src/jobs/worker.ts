@@ -480,6 +480,8 @@ export function createWorker(options: WorkerOptions) {
         wakePending = false;
         continue;
       }
+      // Stopped while it claimed: the wake-up of stop may have come before the claim cleared it.
+      if (!running) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, pollMs);
         wakeUp = () => {
@@ -519,7 +521,9 @@ export function createWorker(options: WorkerOptions) {
      */
     async stop(graceMs = 10_000): Promise<void> {
       running = false;
-      wakeUp?.();
+      // Not wakeUp: a loop in the middle of a claim would miss it and sleep a whole poll before it
+      // saw that it must stop (an hour, in tests that set one).
+      rouse();
       await loop;
       const deadline = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
       await Promise.race([Promise.allSettled([...inFlight.values()].map((job) => job.promise)), deadline]);
