@@ -56,9 +56,14 @@ export function buildCore(options: {
     log,
     leaseMs: config.workerLeaseMs,
     sharedQueue: store.dialect.sharedByProcesses,
+    wakeSignal: store.wakeSignal,
   });
-  // One function, so that a request queueing many jobs wakes the worker once, after it commits.
-  const wakeWorker = () => worker.wake();
+  // One function, so that a request queueing many jobs wakes the workers once, after it commits:
+  // this process's at once, the other processes' through the store (PostgreSQL).
+  const wakeWorker = () => {
+    worker.wake();
+    void store.wakeSignal?.send();
+  };
   return {
     config,
     store,

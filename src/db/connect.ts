@@ -8,6 +8,7 @@ import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
 import { JoiningDialect, type CommitWithRequests, type RequestTransaction } from './request-transaction.ts';
 import type { Database } from './schema.ts';
+import { createWakeSignal, type WakeSignal } from './wake-signal.ts';
 
 /** The root handle, or a transaction: what a store function runs its query on. */
 export type Db = Kysely<Database>;
@@ -26,6 +27,8 @@ export interface Store {
   openRequestTransaction(): Promise<RequestTransaction>;
   /** Runs a write that is not a request's so that it commits with the requests' (grouped on SQLite). */
   commitWithRequests: CommitWithRequests;
+  /** Wakes the other processes' workers (PostgreSQL, which several processes share); none on SQLite. */
+  wakeSignal: WakeSignal | undefined;
   close(): Promise<void>;
 }
 
@@ -82,15 +85,21 @@ export function openStore(options: StoreOptions): Store {
     // its queries, and the pool listens only while a client is idle. The query's failure is what the
     // holder handles; the pool discards the client when it comes back unqueryable.
     pool.on('connect', (client) => client.on('error', () => undefined));
-    return storeOn(new PostgresDialect({ pool }), postgresDialect, options);
+    const wakeSignal = createWakeSignal({ pool, connectionString: options.databaseUrl, schema: options.schema });
+    return storeOn(new PostgresDialect({ pool }), postgresDialect, options, { wakeSignal });
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
   const database = new NodeSqliteDatabase(file);
-  return storeOn(new SqliteDialect({ database }), sqliteDialect, options, () => database.whenClosed());
+  return storeOn(new SqliteDialect({ database }), sqliteDialect, options, { whenClosed: () => database.whenClosed() });
 }
 
-function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions, whenClosed?: () => Promise<void>): Store {
+function storeOn(
+  backend: KyselyDialect,
+  dialect: Dialect,
+  options: StoreOptions,
+  extras: { wakeSignal?: WakeSignal; whenClosed?: () => Promise<void> },
+): Store {
   const joining = new JoiningDialect(backend);
   const db = new Kysely<Database>({ dialect: joining, log: queryLogger(options) });
   return {
@@ -98,9 +107,12 @@ function storeOn(backend: KyselyDialect, dialect: Dialect, options: StoreOptions
     dialect,
     openRequestTransaction: () => joining.openRequestTransaction(),
     commitWithRequests: joining.commitWithRequests,
+    wakeSignal: extras.wakeSignal,
     close: async () => {
+      // Before the pool ends: a signal in flight uses it.
+      await extras.wakeSignal?.close();
       await db.destroy();
-      await whenClosed?.();
+      await extras.whenClosed?.();
     },
   };
 }

@@ -4,6 +4,7 @@ import { compileOnce } from '../db/compiled-query.ts';
 import type { Db, Trx } from '../db/connect.ts';
 import type { CommitWithRequests } from '../db/request-transaction.ts';
 import type { JobsTable } from '../db/schema.ts';
+import type { WakeSignal } from '../db/wake-signal.ts';
 import { SECOND, type Clock } from '../lib/clock.ts';
 import { JOBS } from './catalog.ts';
 import { JobError, isRecurring, isRetryable, type JobDefinition, type JobPayload } from './job.ts';
@@ -90,6 +91,11 @@ export interface WorkerOptions {
    * known.
    */
   sharedQueue?: boolean;
+  /**
+   * The other processes' announcements of jobs they enqueued (the store's `wakeSignal` on
+   * PostgreSQL): heard while the worker runs, each wakes it as its own enqueues do.
+   */
+  wakeSignal?: Pick<WakeSignal, 'listen'> | undefined;
   /**
    * The jobs this version of the service knows (default: `JOBS`). Only these may be registered, each
    * must have a handler before the worker starts, and the recurring ones among them are scheduled.
@@ -217,6 +223,8 @@ export function createWorker(options: WorkerOptions) {
    * the enqueue committed and missed the job, so the loop looks again instead of sleeping a poll.
    */
   let wakePending = false;
+  /** Resolves to the function that stops hearing other processes' announcements, while running. */
+  let stopListening: Promise<() => Promise<void>> | undefined;
   /**
    * Whether more jobs may be due than the worker last saw: its last claim took all it asked for, or
    * something was enqueued since. A finished job frees a slot, and the slot is worth a claim only
@@ -513,6 +521,7 @@ export function createWorker(options: WorkerOptions) {
       assertComplete();
       running = true;
       loop = runLoop();
+      stopListening = options.wakeSignal?.listen(wake);
     },
 
     /**
@@ -521,6 +530,9 @@ export function createWorker(options: WorkerOptions) {
      */
     async stop(graceMs = 10_000): Promise<void> {
       running = false;
+      const stopHearing = await stopListening;
+      stopListening = undefined;
+      await stopHearing?.();
       // Not wakeUp: a loop in the middle of a claim would miss it and sleep a whole poll before it
       // saw that it must stop (an hour, in tests that set one).
       rouse();
