@@ -85,7 +85,12 @@ export function openStore(options: StoreOptions): Store {
     // its queries, and the pool listens only while a client is idle. The query's failure is what the
     // holder handles; the pool discards the client when it comes back unqueryable.
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const wakeSignal = createWakeSignal({ pool, connectionString: options.databaseUrl, schema: options.schema });
+    const wakeSignal = createWakeSignal({
+      pool,
+      connectionString: options.databaseUrl,
+      schema: options.schema,
+      connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    });
     return storeOn(new PostgresDialect({ pool }), postgresDialect, options, { wakeSignal });
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');

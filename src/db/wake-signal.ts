@@ -26,7 +26,7 @@ export interface WakeSignal {
 
 const RECONNECT_DELAY_MS = 1_000;
 
-export function createWakeSignal(options: { pool: pg.Pool; connectionString: string; schema: string | undefined }): WakeSignal {
+export function createWakeSignal(options: { pool: pg.Pool; connectionString: string; schema: string | undefined; connectTimeoutMs: number }): WakeSignal {
   // One channel per schema: tests and benches run side by side on one database, each in its own.
   const channel = `msgsvc_jobs_${options.schema ?? 'public'}`;
   const self = randomBytes(8).toString('hex');
@@ -62,7 +62,12 @@ export function createWakeSignal(options: { pool: pg.Pool; connectionString: str
   return {
     send,
     async listen(onSignal) {
-      const listener = new Listener(options.connectionString, channel, (from) => from !== self && onSignal(), onSignal);
+      const listener = new Listener(
+        { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs },
+        channel,
+        (from) => from !== self && onSignal(),
+        onSignal,
+      );
       listeners.add(listener);
       await listener.start();
       return async () => {
@@ -81,7 +86,7 @@ export function createWakeSignal(options: { pool: pg.Pool; connectionString: str
 
 /** One `LISTEN` on a connection of its own (a pooled one would be handed to queries), reconnecting. */
 class Listener {
-  readonly #connectionString: string;
+  readonly #connection: pg.ClientConfig;
   readonly #channel: string;
   readonly #onNotification: (payload: string | undefined) => void;
   readonly #onConnected: () => void;
@@ -89,8 +94,9 @@ class Listener {
   #retry: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(connectionString: string, channel: string, onNotification: (payload: string | undefined) => void, onConnected: () => void) {
-    this.#connectionString = connectionString;
+  // A connection timeout too: a stopping worker waits for its listener's first connection.
+  constructor(connection: pg.ClientConfig, channel: string, onNotification: (payload: string | undefined) => void, onConnected: () => void) {
+    this.#connection = connection;
     this.#channel = channel;
     this.#onNotification = onNotification;
     this.#onConnected = onConnected;
@@ -103,7 +109,7 @@ class Listener {
 
   async #connect(): Promise<void> {
     if (this.#stopped) return;
-    const client = new pg.Client({ connectionString: this.#connectionString });
+    const client = new pg.Client(this.#connection);
     this.#client = client;
     const lost = () => {
       if (this.#client !== client) return;
