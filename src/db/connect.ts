@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type Dialect as KyselyDialect, type LogEvent, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Dialect as KyselyDialect, type LogEvent, type Transaction } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
-import { NodeSqliteDatabase } from './sqlite.ts';
+import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite.ts';
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
 import { JoiningDialect, type CommitWithRequests, type RequestTransaction } from './request-transaction.ts';
@@ -49,6 +49,11 @@ export interface StoreOptions {
   connectTimeoutMs?: number;
   /** Called once per query executed, with its SQL: lets tests prove that a page costs a fixed number of queries. */
   onQuery?: (sql: string) => void;
+  /**
+   * SQLite only: called with a statement's SQL when SQLite compiles it again while it runs (see
+   * `NodeSqliteOptions.onRecompile`): lets tests prove that the hot paths compile each statement once.
+   */
+  onRecompile?: ((sql: string) => void) | undefined;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
@@ -95,8 +100,8 @@ export function openStore(options: StoreOptions): Store {
   }
   const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-  const database = new NodeSqliteDatabase(file);
-  return storeOn(new SqliteDialect({ database }), sqliteDialect, options, { whenClosed: () => database.whenClosed() });
+  const database = new NodeSqliteDatabase(file, { onRecompile: options.onRecompile });
+  return storeOn(new NodeSqliteDialect({ database }), sqliteDialect, options, { whenClosed: () => database.whenClosed() });
 }
 
 function storeOn(

@@ -3,9 +3,11 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
+import { constants, DatabaseSync } from 'node:sqlite';
+import { Kysely, SqliteDialect, type Dialect as KyselyDialect } from 'kysely';
 import { migrateToLatest, openStore } from './connect.ts';
 import { terminateCheckpointThread } from './sqlite-checkpoints.ts';
-import { NodeSqliteDatabase } from './sqlite.ts';
+import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite.ts';
 
 function tempFile(t: TestContext): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'sqlite-test-'));
@@ -41,7 +43,7 @@ function write(db: NodeSqliteDatabase, count: number): void {
 describe('the node:sqlite adapter: WAL checkpoints off the request path', () => {
   it('leaves checkpoints to its thread: the WAL grows past SQLite’s automatic 1,000 pages between rounds', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, onThread(100_000));
+    const db = new NodeSqliteDatabase(file, { checkpoints: onThread(100_000) });
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 1500);
@@ -53,7 +55,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
 
   it('truncates the WAL once it passes the bound', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, onThread(200));
+    const db = new NodeSqliteDatabase(file, { checkpoints: onThread(200) });
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 30);
@@ -66,7 +68,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
 
   it('checkpoints what is committed while the request connection holds a transaction open', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, onThread(100_000));
+    const db = new NodeSqliteDatabase(file, { checkpoints: onThread(100_000) });
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(db, 20);
@@ -81,7 +83,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
   });
 
   it('stops its rounds on close', async (t) => {
-    const db = new NodeSqliteDatabase(tempFile(t), onThread(100_000));
+    const db = new NodeSqliteDatabase(tempFile(t), { checkpoints: onThread(100_000) });
     assert.equal(db.checkpointing, true);
     await closed(db);
     assert.equal(db.checkpointing, false);
@@ -90,7 +92,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
 
   it('serves several files from one thread, each with its own rounds', async (t) => {
     const files = [tempFile(t), tempFile(t)];
-    const dbs = files.map((file) => new NodeSqliteDatabase(file, onThread(50)));
+    const dbs = files.map((file) => new NodeSqliteDatabase(file, { checkpoints: onThread(50) }));
     t.after(() => Promise.all(dbs.map(closed)));
     for (const db of dbs) db.prepare('create table filler (id integer primary key, body text)').run([]);
     write(dbs[0]!, 100);
@@ -103,7 +105,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
 
   it('a checkpoint thread that ends is replaced, and the new one checkpoints every open file', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, onThread(50));
+    const db = new NodeSqliteDatabase(file, { checkpoints: onThread(50) });
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     await terminateCheckpointThread();
@@ -114,7 +116,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
 
   it('checkpoints on the event loop while the WAL stays small, and moves to the thread once it has not', async (t) => {
     const file = tempFile(t);
-    const db = new NodeSqliteDatabase(file, onEventLoop(100_000, 200));
+    const db = new NodeSqliteDatabase(file, { checkpoints: onEventLoop(100_000, 200) });
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     assert.equal(db.checkpointing, true);
@@ -140,7 +142,7 @@ describe('the node:sqlite adapter: WAL checkpoints off the request path', () => 
   });
 
   it('skips an event-loop round that falls inside an open transaction, and checkpoints after it', async (t) => {
-    const db = new NodeSqliteDatabase(tempFile(t), onEventLoop(100_000, 100_000));
+    const db = new NodeSqliteDatabase(tempFile(t), { checkpoints: onEventLoop(100_000, 100_000) });
     t.after(() => closed(db));
     db.prepare('create table filler (id integer primary key, body text)').run([]);
     db.prepare('begin immediate').run([]);
@@ -178,6 +180,89 @@ describe('the node:sqlite adapter: rows', () => {
       assert.deepEqual([...db.prepare('select "x y" from odd order by rowid').iterate([])], [{ 'x y': 7 }, { 'x y': null }]);
       // A write without a result keeps node:sqlite's answer.
       assert.equal(db.prepare('update odd set "x y" = 1').run([]).changes, 2);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('the node:sqlite adapter: statements compiled once', () => {
+  interface Items {
+    items: { id: string; list: string };
+  }
+
+  /** The SQL a Kysely dialect writes for a page of a list, and for a first match. */
+  function compiledSql(dialect: KyselyDialect): { page: string; first: string } {
+    const db = new Kysely<Items>({ dialect });
+    const page = db.selectFrom('items').selectAll().where('list', '=', 'a').orderBy('id', 'desc').limit(10).compile().sql;
+    const first = db.selectFrom('items').select('id').where('list', '=', 'a').limit(1).compile().sql;
+    return { page, first };
+  }
+
+  /**
+   * Runs `sql` with each of `limits` on one prepared statement and answers how often SQLite compiled
+   * it again while running (its authorizer is called on every compilation, and only then), with the
+   * number of rows each run returned.
+   */
+  function recompilations(sql: string, limits: number[]): { recompiled: number; rows: number[] } {
+    const database = new DatabaseSync(':memory:');
+    try {
+      database.exec('create table items (id text primary key, list text not null); create index items_list on items (list, id)');
+      const insert = database.prepare('insert into items (id, list) values (?, ?)');
+      for (let index = 0; index < 30; index++) insert.run(`item_${String(index).padStart(2, '0')}`, 'a');
+      let compilations = 0;
+      database.setAuthorizer(() => {
+        compilations++;
+        return constants.SQLITE_OK;
+      });
+      const statement = database.prepare(sql);
+      const prepared = compilations;
+      const rows = limits.map((limit) => statement.all('a', limit).length);
+      return { recompiled: compilations - prepared, rows };
+    } finally {
+      database.close();
+    }
+  }
+
+  it('writes a limit that SQLite reads when the statement runs, so a new limit does not compile it again', () => {
+    const adapter = new NodeSqliteDatabase(':memory:');
+    try {
+      const ours = compiledSql(new NodeSqliteDialect({ database: adapter }));
+      const kyselys = compiledSql(new SqliteDialect({ database: adapter }));
+      // What the dialect exists for: Kysely's own `limit ?` is compiled again on every run.
+      assert.ok(recompilations(kyselys.page, [10, 25, 10]).recompiled >= 3, 'SQLite no longer compiles a bare `limit ?` again on every run; the cast can go');
+      for (const sql of [ours.page, ours.first]) {
+        const { recompiled, rows } = recompilations(sql, [10, 25, 1, 10, 0]);
+        assert.equal(recompiled, 0, sql);
+        // The same limit: the rows each run returns.
+        assert.deepEqual(rows, [10, 25, 1, 10, 0], sql);
+      }
+    } finally {
+      adapter.close();
+    }
+  });
+
+  it('reports a statement that SQLite compiles again while it runs, and only such a statement', () => {
+    const recompiled: string[] = [];
+    const db = new NodeSqliteDatabase(':memory:', { onRecompile: (sql) => recompiled.push(sql) });
+    try {
+      db.prepare('create table items (id text primary key, list text not null)').run([]);
+      const insert = db.prepare('insert into items (id, list) values (?, ?)');
+      for (let index = 0; index < 5; index++) insert.run([`item_${index}`, 'a']);
+      const bare = 'select id from items where list = ? order by id limit ?';
+      const cast = 'select id from items where list = ? order by id limit cast(? as integer)';
+      for (const limit of [1, 2, 3]) {
+        assert.equal(db.prepare(bare).all(['a', limit]).length, limit);
+        assert.equal(db.prepare(cast).all(['a', limit]).length, limit);
+      }
+      assert.deepEqual(recompiled, [bare, bare, bare]);
+
+      // A schema change: each statement is compiled again once, on its next run.
+      recompiled.length = 0;
+      db.prepare('create index items_list on items (list, id)').run([]);
+      for (const limit of [1, 2]) db.prepare(cast).all(['a', limit]);
+      assert.equal([...db.prepare(cast).iterate(['a', 3])].length, 3);
+      assert.deepEqual(recompiled, [cast]);
     } finally {
       db.close();
     }
