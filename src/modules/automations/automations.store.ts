@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { compileOnce } from '../../db/compiled-query.ts';
 import type { Db } from '../../db/connect.ts';
 import { compiledPaging, type PageRequest } from '../../db/pagination.ts';
@@ -61,6 +62,11 @@ const listPage = compiledPaging(
   { id: 'id', createdAt: 'created_at' },
 );
 
+// A literal, as the partial index `automations_trigger` writes it: compared with a parameter, SQLite
+// reads the parameter's value to match the index and compiles the statement again on every run
+// (docs/benchmarks.md, the tenth pass).
+const ENABLED = sql.lit('enabled');
+
 // Every trigger (an inbound message, an event) looks its automations up: one read on the partial
 // index `automations_trigger`, the deployed version's id beside each (definitions are cached by it).
 const deployedFor = compileOnce((db, p: { organizationId: string; triggerType: string; triggerEvent: string | null }) => {
@@ -73,7 +79,7 @@ const deployedFor = compileOnce((db, p: { organizationId: string; triggerType: s
     .select('automation_versions.id as version_id')
     .where('automations.organization_id', '=', p.organizationId)
     .where('automations.trigger_type', '=', p.triggerType)
-    .where('automations.status', '=', 'enabled')
+    .where('automations.status', '=', ENABLED)
     .where('automations.deleted_at', 'is', null);
   return (
     p.triggerEvent === null ? query.where('automations.trigger_event', 'is', null) : query.where('automations.trigger_event', '=', p.triggerEvent)
@@ -127,7 +133,7 @@ export function createAutomationsStore() {
         .selectFrom('automations')
         .select((eb) => eb.fn.countAll<number>().as('count'))
         .where('organization_id', '=', organizationId)
-        .where('status', '=', 'enabled')
+        .where('status', '=', ENABLED)
         .where('deleted_at', 'is', null)
         .executeTakeFirstOrThrow();
       return Number(row.count);

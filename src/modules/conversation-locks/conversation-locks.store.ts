@@ -5,8 +5,9 @@ import type { ConversationLocksTable } from '../../db/schema.ts';
 
 export type LockChanges = Partial<Omit<ConversationLocksTable, 'id' | 'organization_id' | 'connection_id' | 'conversation_id' | 'created_at'>>;
 
-// A literal, not a parameter: only then can the planner see that the partial index on held leases
-// applies (every send asks), instead of scanning every lease the conversation ever had.
+// A literal, not a parameter, for the partial index on held leases (every send asks): compared with
+// a parameter, SQLite matches the index by reading the parameter's value, and so compiles the
+// statement again on every run (docs/benchmarks.md, the tenth pass).
 const HELD = sql.lit('held');
 
 // Compiled once (db/compiled-query.ts): every send asks whether its conversation is locked.
