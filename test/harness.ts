@@ -16,7 +16,7 @@ import { after } from 'node:test';
 import { sql } from 'kysely';
 import { createApp, type App } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config/config.ts';
-import { migrateToLatest, openStore, type Store } from '../src/db/connect.ts';
+import { migrateToLatest, openStore, type Store, type StoreOptions } from '../src/db/connect.ts';
 import { ManualClock } from '../src/lib/clock.ts';
 
 /**
@@ -80,11 +80,14 @@ export function shares(shared: TestStore, close: () => Promise<void>): void {
   sharers.set(shared, set.add(close));
 }
 
-async function openTestStore(options: { onQuery?: ((sql: string) => void) | undefined }): Promise<TestStore> {
+/** What a test may watch of the queries a store runs (`StoreOptions`). */
+type QueryWatchers = Pick<StoreOptions, 'onQuery' | 'onRecompile'>;
+
+async function openTestStore(options: QueryWatchers): Promise<TestStore> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-'));
   const databaseUrl = process.env.TEST_DATABASE_URL;
   const schema = databaseUrl ? `test_${randomBytes(6).toString('hex')}` : undefined;
-  const store = openStore({ databaseUrl, dataDir, schema, poolSize: 5, onQuery: options.onQuery });
+  const store = openStore({ databaseUrl, dataDir, schema, poolSize: 5, onQuery: options.onQuery, onRecompile: options.onRecompile });
   const testStore: TestStore = {
     store,
     schema,
@@ -118,7 +121,7 @@ function openAgain(shared: TestStore, database?: StartOptions['database']): { te
 }
 
 /** A fresh, migrated store: its own SQLite file, or its own PostgreSQL schema; dropped when `scope` ends. */
-export async function createTestStore(scope: Scope, options: { onQuery?: (sql: string) => void } = {}): Promise<TestStore> {
+export async function createTestStore(scope: Scope, options: QueryWatchers = {}): Promise<TestStore> {
   const testStore = await openTestStore(options);
   scope.after(() => testStore.destroy());
   return testStore;
@@ -199,6 +202,8 @@ export interface StartOptions {
   shareStore?: TestStore;
   /** Called with each query the server runs, to count them (see `expand`'s query budget). */
   onQuery?: (sql: string) => void;
+  /** SQLite: called with each statement SQLite compiles again while it runs (see `StoreOptions.onRecompile`). */
+  onRecompile?: (sql: string) => void;
   /**
    * With `shareStore` on PostgreSQL: where the server's own pool connects instead of
    * TEST_DATABASE_URL, the same database reached another way (through a proxy a test can cut) or
@@ -217,7 +222,7 @@ export async function startServer(scope: Scope, options: StartOptions = {}): Pro
   // A fresh store is dropped through the server's own pool, which a cut proxy could not reach.
   if (options.database && !(shared && usingPostgres)) throw new Error('database needs shareStore and TEST_DATABASE_URL');
   const opened = shared ? openAgain(shared, options.database) : undefined;
-  const testStore = opened?.testStore ?? (await openTestStore({ onQuery: options.onQuery }));
+  const testStore = opened?.testStore ?? (await openTestStore({ onQuery: options.onQuery, onRecompile: options.onRecompile }));
   let started: App | undefined;
   // Registered before anything can fail, so that a server which fails to start still cleans up.
   const close = once(async () => {
