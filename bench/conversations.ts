@@ -10,7 +10,7 @@
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
 import type { SeedConversationsResult } from './app-commands.ts';
-import { measure, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
+import { measure, noteSetUpStarting, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
 
 const CONVERSATIONS = 50_000;
 const CONNECTIONS = 50;
@@ -79,6 +79,7 @@ await runBench('conversations', async () => {
   await baseline.stop();
   const service = await measure({ url: app.url + PATH + QUERY, pid: app.pid, connectionHeaders, ...load });
 
+  noteSetUpStarting(app.pid);
   const history = await app.call<SeedConversationsResult>('seedHistory', {
     organizationId: signup.organization.id,
     conversations: 25,
@@ -93,6 +94,8 @@ await runBench('conversations', async () => {
     warmupSeconds: 1,
   });
 
+  // A second app instance in the service's process, which counts a page's queries: not load.
+  noteSetUpStarting(app.pid);
   const [small, large] = await app.call<number[]>('countQueries', {
     token: signup.token,
     paths: [`${PATH}?expand=contact,last_message&limit=10`, `${PATH}?expand=contact,last_message&limit=100`],

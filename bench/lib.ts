@@ -292,6 +292,15 @@ interface MemoryRecord {
   last: ProcMemory | undefined;
   /** The kernel's peak could not be reset before the load: `last.peakKib` is the whole run's. */
   peakNotReset?: boolean;
+  /**
+   * Set-up the bench ran after its first load began (`noteSetUpStarting`): the loads' peak read
+   * before each such stretch and the stretches' own, the kernel's peak reset at each boundary, so a
+   * second seeding or a twin app that counts queries is not counted as load.
+   */
+  loadPeakKib?: number;
+  laterSetUpPeakKib?: number;
+  /** In such a stretch now: the next load, or the end of the run, closes it. */
+  inSetUp?: boolean;
 }
 
 const memoryRecords: MemoryRecord[] = [];
@@ -315,18 +324,49 @@ function procMemory(pid: number): ProcMemory | undefined {
   }
 }
 
-/** Reads the service's memory "before the load", once: `measure` calls it; a bench with a load of its own calls it right before that load. */
-export function noteLoadStarting(pid: number): void {
-  const record = memoryRecords.find((entry) => entry.pid === pid);
-  if (!record || record.beforeLoad) return;
-  record.beforeLoad = procMemory(pid);
+/** Resets the kernel's peak to the present RSS; answers false where it cannot. */
+function resetPeak(pid: number): boolean {
   try {
     // 5 resets VmHWM to the present RSS (proc(5), /proc/<pid>/clear_refs).
     writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
   } catch {
-    // Not Linux, or not allowed: the peak stays the whole run's, which the line says.
-    record.peakNotReset = true;
+    return false;
   }
+}
+
+const higher = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.max(a, b));
+
+/**
+ * Reads the service's memory "before the load": `measure` calls it; a bench with a load of its own
+ * calls it right before that load. A later load ends the set-up stretch `noteSetUpStarting` began.
+ */
+export function noteLoadStarting(pid: number): void {
+  const record = memoryRecords.find((entry) => entry.pid === pid);
+  if (!record) return;
+  if (record.beforeLoad) {
+    if (!record.inSetUp) return;
+    record.laterSetUpPeakKib = higher(record.laterSetUpPeakKib, procMemory(pid)?.peakKib);
+    record.inSetUp = false;
+    resetPeak(pid);
+    return;
+  }
+  record.beforeLoad = procMemory(pid);
+  // Not Linux, or not allowed: the peak stays the whole run's, which the line says.
+  if (!resetPeak(pid)) record.peakNotReset = true;
+}
+
+/**
+ * Marks what the bench does next to the service, until its next load, as set-up rather than load
+ * (seeding between two loads, bookkeeping after them). Work the load itself leaves behind (a worker
+ * draining the queue it filled) is load, and is not marked.
+ */
+export function noteSetUpStarting(pid: number): void {
+  const record = memoryRecords.find((entry) => entry.pid === pid);
+  if (!record?.beforeLoad || record.peakNotReset || record.inSetUp) return;
+  record.loadPeakKib = higher(record.loadPeakKib, procMemory(pid)?.peakKib);
+  record.inSetUp = true;
+  resetPeak(pid);
 }
 
 const kibToMib = (kib: number | undefined) => (kib === undefined ? undefined : kib / 1024);
@@ -357,16 +397,20 @@ async function printMemory(bench: string): Promise<void> {
   };
   const serviceStart = most(services, (entry) => entry.atStart?.rssKib);
   const serviceIdle = most(services, (entry) => entry.idle?.rssKib);
-  // The load's peak where the kernel's was reset when the load began (noteLoadStarting); the set-up's
-  // (a bench's seeding runs in the service process) is shown beside it, never folded in.
-  const servicePeak = most(services, (entry) => entry.last?.peakKib);
-  const setUpPeak = most(services, (entry) => (entry.peakNotReset ? undefined : entry.beforeLoad?.peakKib));
+  // The loads' peak, the kernel's reset when the first began (noteLoadStarting) and around every
+  // stretch of set-up after it (noteSetUpStarting); the set-up's (a bench's seeding runs in the
+  // service process) is shown beside it, never folded in.
+  const peakOf = (entry: MemoryRecord) => (entry.inSetUp ? entry.loadPeakKib : higher(entry.loadPeakKib, entry.last?.peakKib));
+  const servicePeak = most(services, peakOf);
+  const setUpPeak = most(services, (entry) =>
+    entry.peakNotReset ? undefined : higher(higher(entry.beforeLoad?.peakKib, entry.laterSetUpPeakKib), entry.inSetUp ? entry.last?.peakKib : undefined),
+  );
   const peakText = services.some((entry) => entry.beforeLoad && !entry.peakNotReset)
     ? `peak under the load ${mibText(servicePeak)} (set-up's peak ${mibText(setUpPeak)})`
     : `peak ${mibText(servicePeak)}`;
   const bareStart = most(bare, (entry) => entry.atStart?.rssKib);
   const bareIdle = most(bare, (entry) => entry.idle?.rssKib);
-  const barePeak = most(bare, (entry) => entry.last?.peakKib);
+  const barePeak = most(bare, peakOf);
   console.log(
     `server RSS, MiB: at start ${mibText(serviceStart)}, idle ${mibText(serviceIdle)}, before the load ${mibText(most(services, (entry) => entry.beforeLoad?.rssKib))}, ` +
       `${peakText}, at the end ${mibText(most(services, (entry) => entry.last?.rssKib))}; ` +
