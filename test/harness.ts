@@ -192,7 +192,8 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export interface StartOptions {
+/** `onQuery` counts the queries the server runs (see `expand`'s query budget); `onRecompile`, SQLite's recompilations. */
+export interface StartOptions extends QueryWatchers {
   clock?: ManualClock;
   env?: Record<string, string>;
   /**
@@ -200,10 +201,6 @@ export interface StartOptions {
    * would. Closing this server does not destroy that store; destroying the store closes this server.
    */
   shareStore?: TestStore;
-  /** Called with each query the server runs, to count them (see `expand`'s query budget). */
-  onQuery?: (sql: string) => void;
-  /** SQLite: called with each statement SQLite compiles again while it runs (see `StoreOptions.onRecompile`). */
-  onRecompile?: (sql: string) => void;
   /**
    * With `shareStore` on PostgreSQL: where the server's own pool connects instead of
    * TEST_DATABASE_URL, the same database reached another way (through a proxy a test can cut) or
