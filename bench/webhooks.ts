@@ -32,6 +32,7 @@ import {
   type AppServer,
   type BenchServer,
 } from './lib.ts';
+import { perfDirectory, startPerf } from './perf-profile.ts';
 import type { ReceiptSummary } from './serve-receivers.ts';
 
 const BURST_EVENTS = positiveIntegerFromEnv('BENCH_WEBHOOK_EVENTS') ?? 2_000;
@@ -95,12 +96,23 @@ async function deliver(
   app: BenchServer,
   receivers: BenchServer,
   name: string,
-  options: { organizationId: string; events: number; endpoints: number; perSecond?: number; emitConcurrency?: number; workers?: BenchServer[] },
+  options: {
+    organizationId: string;
+    events: number;
+    endpoints: number;
+    perSecond?: number;
+    emitConcurrency?: number;
+    workers?: BenchServer[];
+    warmUp?: boolean;
+  },
 ): Promise<Scenario> {
   const expected = options.events * options.endpoints;
   await receivers.call('reset');
   // Every process that sends: the service, and a second worker process when there is one.
   const cpu = startCpuClock(app.pid, ...(options.workers ?? []).map((worker) => worker.pid));
+  // Under BENCH_PERF the service's process is profiled for each measured scenario (a second worker's is not).
+  const perfDir = options.warmUp ? undefined : perfDirectory();
+  const perf = perfDir ? startPerf(perfDir, app.pid, `pid${app.pid}-webhooks-${name.replace(/\W+/g, '-')}`) : undefined;
   const [emitted, arrived] = await Promise.all([
     app.call<EmitEventsResult>('emitEvents', {
       organizationId: options.organizationId,
@@ -111,6 +123,7 @@ async function deliver(
     receivers.call<ReceiptSummary>('waitFor', { total: expected, timeoutMs: ARRIVAL_TIMEOUT_MS }),
   ]);
   const cpuUsPerDelivery = cpu.usPer(expected);
+  await perf?.stop();
   checkArrivals(name, arrived, expected);
   return {
     name,
@@ -192,7 +205,7 @@ await runBench('webhooks', async () => {
   );
 
   // Thrown away: compiles the emit and delivery paths and opens the worker's connections.
-  await deliver(app, receivers, 'warm-up', { organizationId: single, events: WARMUP_EVENTS, endpoints: 1 });
+  await deliver(app, receivers, 'warm-up', { organizationId: single, events: WARMUP_EVENTS, endpoints: 1, warmUp: true });
   const sample = (await receivers.call<ReceiptSummary>('waitFor', { total: 0, timeoutMs: 0 })).sample;
   if (!sample) throw new Error('the warm-up delivered nothing to take a sample body from');
   console.log(`each delivery: a ${Buffer.byteLength(sample.body)}-byte envelope; bursts are emitted ${BURST_EMIT_CONCURRENCY} at a time`);

@@ -156,6 +156,28 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.equal(await worker.drain(), 0, 'nothing of the refused fan-out was queued');
   });
 
+  it('enqueueMany inserts a large batch in statements of 100 rows, skipping a dedupe key already taken', async (t) => {
+    let queries = 0;
+    const counted = await createTestStore(t, { onQuery: () => queries++ });
+    const { queue, worker, db } = setup({ store: counted });
+    const seen: number[] = [];
+    worker.register(Tick, async ({ n }) => void seen.push(n));
+    await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: -1 }, { dedupeKey: 'lane:7' }));
+    const jobs = Array.from({ length: 250 }, (_, n) => ({ payload: { n }, dedupeKey: `lane:${n}` }));
+    await db.transaction().execute(async (trx) => {
+      queries = 0;
+      const ids = await queue.enqueueMany(trx, Tick, jobs);
+      assert.equal(queries, 3);
+      assert.equal(new Set(ids).size, 250);
+    });
+    assert.equal(await worker.drain(), 250);
+    assert.deepEqual(
+      seen.sort((a, b) => a - b),
+      [-1, ...Array.from({ length: 250 }, (_, n) => n).filter((n) => n !== 7)],
+      'the job that held lane:7 ran; the batch skipped its own',
+    );
+  });
+
   it('a dedupe key makes a timer exist once, ever; replace moves a waiting one; cancel removes it', async () => {
     const { queue, worker, db } = setup();
     const seen: number[] = [];

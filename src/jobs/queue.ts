@@ -30,6 +30,20 @@ export const FINISHED_JOB_RETENTION = { succeeded: 7 * DAY, failed: 30 * DAY } a
 
 // Compiled once (db/compiled-query.ts): nearly every write request queues a job in its transaction.
 // A dedupe key already queued is left as it is, or, with `replace`, given the new time and payload.
+/**
+ * Rows a multi-row insert takes at most. SQLite binds at most 32,766 values in a statement (13 columns
+ * each stay well below), and each row count is a shape of its own: a fan-out to more endpoints than
+ * this is a few statements.
+ */
+const INSERT_BATCH = 100;
+
+const insertJobs = compileOnce((db, p: { rows: JobsTable[] }) =>
+  db
+    .insertInto('jobs')
+    .values(p.rows)
+    .onConflict((conflict) => conflict.column('dedupe_key').doNothing()),
+);
+
 const insertJob = compileOnce((db, p: { row: JobsTable; replace: boolean }) =>
   db
     .insertInto('jobs')
@@ -128,14 +142,7 @@ export function createQueue(deps: { clock: Clock; onEnqueue?: () => void }) {
         created_at: at,
         updated_at: at,
       }));
-      // SQLite binds at most 32,766 values in a statement: 500 rows of 13 columns stay well below.
-      for (let start = 0; start < rows.length; start += 500) {
-        await trx
-          .insertInto('jobs')
-          .values(rows.slice(start, start + 500))
-          .onConflict((conflict) => conflict.column('dedupe_key').doNothing())
-          .execute();
-      }
+      for (let start = 0; start < rows.length; start += INSERT_BATCH) await insertJobs.run(trx, { rows: rows.slice(start, start + INSERT_BATCH) });
       deps.onEnqueue?.();
       return rows.map((row) => row.id);
     },

@@ -194,10 +194,12 @@ export function createProviderWebhooksService(deps: ProviderWebhooksServiceDeps)
       const updates = localUpdatesOf(body);
       if (updates) {
         try {
+          // Stored already marked processed: the mark commits with the updates or not at all.
+          const processed = { ...row, processed_at: now.toISOString(), updates: updates.length };
           const fresh = await commitWithRequests(() =>
             db.transaction().execute(async (trx) => {
-              if (!(await store.insertIfAbsent(trx, row))) return false;
-              await applyAllIn(trx, id, updates);
+              if (!(await store.insertIfAbsent(trx, processed))) return false;
+              for (const update of updates) await applyIn(trx, update);
               return true;
             }),
           );
