@@ -45,7 +45,6 @@ const FANOUT_EVENTS = Math.max(1, Math.round(BURST_EVENTS / FANOUT_RECEIVERS));
 const BURST_EMIT_CONCURRENCY = 8;
 const STEADY_PER_SECOND = 500;
 const STEADY_SECONDS = 3;
-const WARMUP_EVENTS = 200;
 // The service worker's default concurrency (src/jobs/worker.ts): the baseline sends as many at once.
 const BASELINE_CONCURRENCY = 16;
 // Generous (a floor of 100 deliveries a second): a scenario that stalls fails the bench with what had
@@ -166,7 +165,8 @@ async function baseline(
   for (const [header, value] of Object.entries(options.sample.headers)) {
     if (header === 'content-type' || header === 'user-agent' || header.startsWith('service-')) headers[header] = value;
   }
-  await rawPosts(agent, options.urls, WARMUP_EVENTS, options.sample.body, headers);
+  // Warmed up as the service is: as many POSTs as it measures.
+  await rawPosts(agent, options.urls, options.total, options.sample.body, headers);
   await receivers.call('reset');
   const cpu = startCpuClock(process.pid);
   const ms = await rawPosts(agent, options.urls, options.total, options.sample.body, headers);
@@ -204,8 +204,24 @@ await runBench('webhooks', async () => {
       `baseline: raw undici POSTs of the same body, ${BASELINE_CONCURRENCY} at a time, from the bench process`,
   );
 
-  // Thrown away: compiles the emit and delivery paths and opens the worker's connections.
-  await deliver(app, receivers, 'warm-up', { organizationId: single, events: WARMUP_EVENTS, endpoints: 1, warmUp: true });
+  // Thrown away: compiles the emit and delivery paths and opens the worker's connections. Each
+  // scenario's shape once (a burst to one receiver, a fan-out to ten), as the other benches warm
+  // up with their own load: V8 is still optimizing the path through the first thousands of
+  // deliveries, and a scenario that pays for that measures the process's first seconds.
+  await deliver(app, receivers, 'warm-up', {
+    organizationId: single,
+    events: BURST_EVENTS,
+    endpoints: 1,
+    emitConcurrency: BURST_EMIT_CONCURRENCY,
+    warmUp: true,
+  });
+  await deliver(app, receivers, 'warm-up, fan-out', {
+    organizationId: fanout,
+    events: FANOUT_EVENTS,
+    endpoints: FANOUT_RECEIVERS,
+    emitConcurrency: BURST_EMIT_CONCURRENCY,
+    warmUp: true,
+  });
   const sample = (await receivers.call<ReceiptSummary>('waitFor', { total: 0, timeoutMs: 0 })).sample;
   if (!sample) throw new Error('the warm-up delivered nothing to take a sample body from');
   console.log(`each delivery: a ${Buffer.byteLength(sample.body)}-byte envelope; bursts are emitted ${BURST_EMIT_CONCURRENCY} at a time`);
