@@ -300,19 +300,23 @@ export function createWorker(options: WorkerOptions) {
 
   // Finished attempts wait here for the next settle transaction. One is committed at a time: while it
   // runs, the attempts that finish meanwhile gather into the next, so a busy worker commits many
-  // outcomes at once and an idle one commits each at once, without waiting on a timer.
+  // outcomes at once. The first waits for the end of the event loop's turn (setImmediate, not a
+  // timer): the answers that arrived in the same turn (a burst's receivers answer together) settle
+  // with it, where committing at once made a transaction of most of them alone.
   const settling: Settlement[] = [];
   let flushing = false;
 
   function settle(settlement: Omit<Settlement, 'done'>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       settling.push({ ...settlement, done: { resolve, reject } });
-      if (!flushing) void flush();
+      if (!flushing) {
+        flushing = true;
+        setImmediate(() => void flush());
+      }
     });
   }
 
   async function flush(): Promise<void> {
-    flushing = true;
     try {
       while (settling.length > 0) {
         const batch = settling.splice(0, settleBatch);
