@@ -52,7 +52,8 @@ export const DELIVERY_RETENTION_MS = 30 * DAY;
 export const ENDPOINT_CACHE_TTL_MS = 3 * SECOND;
 const MAX_CACHED_ENDPOINTS = 1_024;
 // Events never change once stored, so an envelope (and its bytes) is kept until crowded out: a fan-out
-// to many endpoints, or a retry, reads and serialises it once.
+// to many endpoints, or a retry, reads and serialises it once, and an event queued for delivery in
+// this process is kept from the start (`queueDeliveries`).
 const MAX_CACHED_EVENTS = 1_024;
 
 /** What a delivery needs of an endpoint, as the job's cache holds it. */
@@ -318,8 +319,14 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         if (endpoint.connection_id !== null && endpoint.connection_id !== event.connection_id) continue;
         payloads.push({ event_id: event.id, endpoint_id: endpoint.id });
       }
+      if (payloads.length === 0) return;
       // One insert for the whole fan-out.
       await queue.enqueueAll(trx, webhookDelivery, payloads);
+      // The deliveries of this process find their event here instead of reading it back. Kept before
+      // the commit, and safe so: only a delivery job asks for an event, by the id its payload names,
+      // and the job commits with the event or not at all. The bytes are taken now, a snapshot of the
+      // envelope the emitter also hands to its other subscribers and to its caller.
+      remember(envelopes, event.id, { event, body: JSON.stringify(event) }, MAX_CACHED_EVENTS);
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {

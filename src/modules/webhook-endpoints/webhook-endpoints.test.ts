@@ -227,9 +227,11 @@ describe('webhook endpoints', () => {
       for (const id of [scoped.id, everything.id]) await server.request('DELETE', `/v1/webhook-endpoints/${id}`, { token: apiKey });
     });
 
-    it("a fan-out's deliveries, claimed and started together, read their event once", async (t) => {
+    it("reads an event this process emitted from memory, and another process's once for a whole fan-out, sending the same bytes", async (t) => {
       let eventReads = 0;
       const counted = await startServer(t, { onQuery: (sql) => void (/^select \* from "events"/.test(sql) && eventReads++) });
+      // Another process on the same database, which emits while this one delivers.
+      const emitter = await startServer(t, { shareStore: counted.testStore, clock: counted.clock });
       const team = await signUp(counted);
       for (let n = 0; n < 5; n++) {
         const created = await counted.request('POST', '/v1/webhook-endpoints', {
@@ -238,18 +240,30 @@ describe('webhook endpoints', () => {
         });
         assert.equal(created.status, 201, created.text);
       }
-      await counted.app.store.db.transaction().execute((trx) =>
-        counted.app.services.events.emit(trx, {
-          type: 'contact.created',
-          organizationId: team.organizationId,
-          connectionId: null,
-          object: { id: 'ct_1', object: 'contact' },
-        }),
-      );
+      const emitIn = (where: typeof counted, id: string) =>
+        where.app.store.db.transaction().execute((trx) =>
+          where.app.services.events.emit(trx, {
+            type: 'contact.created',
+            organizationId: team.organizationId,
+            connectionId: null,
+            object: { id, object: 'contact', name: 'Ada "the first" Lovelace', tags: ['vip'], metadata: { ü: 1 } },
+          }),
+        );
+      const bodiesOf = (eventId: string) => receiver.received.filter((r) => r.path.includes('/fan-') && JSON.parse(r.body).id === eventId).map((r) => r.body);
+
+      // Claimed and started together, before any read of their event returns: they share the one read.
+      const fromElsewhere = await emitIn(emitter, 'ct_1');
       eventReads = 0;
       await counted.app.worker.drain();
-      assert.equal(receiver.received.filter((r) => r.path.includes('/fan-')).length, 5);
+      assert.equal(bodiesOf(fromElsewhere.id).length, 5);
       assert.equal(eventReads, 1);
+
+      const fromHere = await emitIn(counted, 'ct_2');
+      eventReads = 0;
+      await counted.app.worker.drain();
+      assert.equal(eventReads, 0, 'kept when its deliveries were queued');
+      const stored = await counted.app.services.events.find(counted.app.store.db, team.organizationId, fromHere.id);
+      assert.deepEqual(new Set(bodiesOf(fromHere.id)), new Set([JSON.stringify(stored)]), 'the bytes a store read would have sent');
     });
 
     it('["*"] receives every type, stored as such so that types added later reach it too; never pings', async () => {
