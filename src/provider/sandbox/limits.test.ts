@@ -35,6 +35,16 @@ describe('the sandbox provider: throughput', () => {
     assert.equal((await h.sendText(connection.token, connection.phoneNumberId)).status, 200);
   });
 
+  it('a refused send takes its slot of the second too: the slot commits although the send is refused', async (t) => {
+    const h = await setup(t, { autoStatus: false });
+    const connection = await inWindow(h);
+    await h.control('/behaviour', { throughput_mps: 2 });
+    // Outside its window: refused after it took the first slot.
+    assertGraphError(await h.sendText(connection.token, connection.phoneNumberId, '15550009999'), 400, 131047);
+    assert.equal((await h.sendText(connection.token, connection.phoneNumberId)).status, 200);
+    assertGraphError(await h.sendText(connection.token, connection.phoneNumberId), 400, 130429);
+  });
+
   it('coexistence numbers are held to 20 per second; numbers are counted separately', async (t) => {
     const h = await setup(t, { autoStatus: false });
     const coexistence = await inWindow(h, 'coexistence-number');
