@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import Type from 'typebox';
 import { HOUR, ManualClock, SECOND } from '../lib/clock.ts';
 import { connectAgain, createTestStore, usingPostgres, type TestStore } from '../../test/harness.ts';
@@ -134,16 +134,22 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
     assert.match(job.last_error ?? '', /timed out/);
   });
 
-  it('enqueueAll queues a fan-out in one statement, each job its own, and refuses a payload that does not match', async (t) => {
-    let queries = 0;
-    const counted = await createTestStore(t, { onQuery: () => queries++ });
+  /** A queue on a store that counts its queries, and a Tick handler that notes each `n` it runs. */
+  async function countingTicks(t: TestContext) {
+    const counter = { queries: 0 };
+    const counted = await createTestStore(t, { onQuery: () => counter.queries++ });
     const { queue, worker, db } = setup({ store: counted });
     const seen: number[] = [];
     worker.register(Tick, async ({ n }) => void seen.push(n));
+    return { queue, worker, db, seen, counter };
+  }
+
+  it('enqueueAll queues a fan-out in one statement, each job its own, and refuses a payload that does not match', async (t) => {
+    const { queue, worker, db, seen, counter } = await countingTicks(t);
     const ids = await db.transaction().execute(async (trx) => {
-      queries = 0;
+      counter.queries = 0;
       const queued = await queue.enqueueAll(trx, Tick, [{ n: 1 }, { n: 2 }, { n: 3 }]);
-      assert.equal(queries, 1);
+      assert.equal(counter.queries, 1);
       return queued;
     });
     assert.equal(new Set(ids).size, 3);
@@ -157,17 +163,13 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   });
 
   it('enqueueMany inserts a large batch in statements of 100 rows, skipping a dedupe key already taken', async (t) => {
-    let queries = 0;
-    const counted = await createTestStore(t, { onQuery: () => queries++ });
-    const { queue, worker, db } = setup({ store: counted });
-    const seen: number[] = [];
-    worker.register(Tick, async ({ n }) => void seen.push(n));
+    const { queue, worker, db, seen, counter } = await countingTicks(t);
     await db.transaction().execute((trx) => queue.enqueue(trx, Tick, { n: -1 }, { dedupeKey: 'lane:7' }));
     const jobs = Array.from({ length: 250 }, (_, n) => ({ payload: { n }, dedupeKey: `lane:${n}` }));
     await db.transaction().execute(async (trx) => {
-      queries = 0;
+      counter.queries = 0;
       const ids = await queue.enqueueMany(trx, Tick, jobs);
-      assert.equal(queries, 3);
+      assert.equal(counter.queries, 3);
       assert.equal(new Set(ids).size, 250);
     });
     assert.equal(await worker.drain(), 250);
