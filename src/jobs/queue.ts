@@ -30,6 +30,18 @@ export const FINISHED_JOB_RETENTION = { succeeded: 7 * DAY, failed: 30 * DAY } a
 
 // Compiled once (db/compiled-query.ts): nearly every write request queues a job in its transaction.
 // A dedupe key already queued is left as it is, or, with `replace`, given the new time and payload.
+const insertJob = compileOnce((db, p: { row: JobsTable; replace: boolean }) =>
+  db
+    .insertInto('jobs')
+    .values(p.row)
+    .onConflict((conflict) => {
+      const target = conflict.column('dedupe_key');
+      return p.replace
+        ? target.doUpdateSet({ run_at: p.row.run_at, payload: p.row.payload, updated_at: p.row.updated_at }).where('jobs.status', '=', 'queued')
+        : target.doNothing();
+    }),
+);
+
 /**
  * Rows a multi-row insert takes at most. SQLite binds at most 32,766 values in a statement (13 columns
  * each stay well below), and each row count is a shape of its own: a fan-out to more endpoints than
@@ -42,18 +54,6 @@ const insertJobs = compileOnce((db, p: { rows: JobsTable[] }) =>
     .insertInto('jobs')
     .values(p.rows)
     .onConflict((conflict) => conflict.column('dedupe_key').doNothing()),
-);
-
-const insertJob = compileOnce((db, p: { row: JobsTable; replace: boolean }) =>
-  db
-    .insertInto('jobs')
-    .values(p.row)
-    .onConflict((conflict) => {
-      const target = conflict.column('dedupe_key');
-      return p.replace
-        ? target.doUpdateSet({ run_at: p.row.run_at, payload: p.row.payload, updated_at: p.row.updated_at }).where('jobs.status', '=', 'queued')
-        : target.doNothing();
-    }),
 );
 
 /**
