@@ -162,7 +162,18 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.#checkpointOptions = checkpoints;
     // WAL lets readers proceed during a write; the busy timeout covers a second process (tools,
     // backups) briefly holding the write lock.
-    this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};`);
+    //
+    // temp_store = MEMORY keeps savepoint journals in memory. Each member of a commit group after
+    // the first runs in a savepoint (request-transaction.ts). The savepoint journals every page the
+    // member changes: a send changes about 25 pages, about 100 KiB. Past 64 KiB SQLite moves that
+    // journal to a temporary file, then writes one system call per page. Under the send bench's load
+    // those writes were 11–14 % of the server's CPU (perf). SQLite's sorter still uses files past its
+    // memory budget. What moves into memory are the temporary tables some statements build: batch
+    // deletes, `returning` rows and one-row updates, and the ids behind a `?tag=` filter. Their size
+    // is the rows a statement touches (docs/benchmarks.md, twelfth pass).
+    this.#db.exec(
+      `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};`,
+    );
     this.#pageSize = (this.#db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
     if (file !== ':memory:' && checkpoints.intervalMs > 0) {
       this.#db.exec('PRAGMA wal_autocheckpoint = 0');
