@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
+import { Id, INT32_MAX, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
 import { MODES } from '../credentials/scopes.schemas.ts';
 import { DefinitionSchema, TRIGGER_TYPES } from './definition.schemas.ts';
 
@@ -15,7 +15,9 @@ export const DISABLE_POLICIES = ['keep', 'cancel'] as const;
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Description = Type.String({ maxLength: 2000 });
 const VersionMessage = Type.String({ minLength: 1, maxLength: 500, description: 'What changed, in your words (as a commit message).' });
-const VersionNumber = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+/** A version number's range: a version is stored in an `integer` column. */
+export const VERSION_NUMBER_RANGE = { minimum: 1, maximum: INT32_MAX } as const;
+const VersionNumber = Type.Integer(VERSION_NUMBER_RANGE);
 const InFlight = Type.Enum(['keep', 'cancel', 'migrate'] as const, {
   default: 'keep',
   description:
@@ -92,6 +94,7 @@ export const CreateVersionBody = Strict({
   message: Type.Optional(VersionMessage),
   based_on_version: Type.Integer({
     minimum: 0,
+    maximum: INT32_MAX,
     description: 'The `latest_version` you read (0 for the first): another version written since is a conflict, so no edit is lost.',
   }),
 });

@@ -293,11 +293,13 @@ describe('automations', () => {
       assertError(await server.request('GET', `/v1/automations/${automation.id}/versions`, { token: other.token }), 404, 'resource_not_found');
     });
 
-    it('bad version bodies: unknown fields, no based_on_version, another organization’s automation', async () => {
+    it('bad version bodies: unknown fields, no based_on_version or one too large, another organization’s automation', async () => {
       const automation = await created();
       assert.equal(assertError(await writeVersion(automation.id, definitionWith(), 0, { draft: true }), 400, 'validation_failed').param, '/draft');
       const missing = await post(automation.id, 'versions', { definition: definitionWith() });
       assert.equal(assertError(missing, 400, 'validation_failed').param, '/based_on_version');
+      // Past the store's integer column (32 bits on PostgreSQL): refused, never a failed query.
+      assert.equal(assertError(await writeVersion(automation.id, definitionWith(), 2 ** 31), 400, 'validation_failed').param, '/based_on_version');
       assertError(await post(automation.id, 'versions', { definition: definitionWith(), based_on_version: 0 }, other.token), 404, 'resource_not_found');
     });
 

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { Id, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { Id, INT32_MAX, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { VERSION_NUMBER_RANGE } from '../automations/automations.schemas.ts';
 import { TRIGGER_TYPES } from '../automations/definition.schemas.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'waiting', 'paused', 'completed', 'canceled', 'failed', 'timed_out'] as const;
@@ -106,7 +107,10 @@ export const TriggerRunBody = Strict({
   connection_id: Type.Optional(Id('connection', 'The number, with contact_id or to, when the automation runs on every connection of its mode.')),
   dry_run: Type.Optional(Type.Boolean({ description: 'Run on a virtual clock, sending nothing, and answer with the whole event log.' })),
   version: Type.Optional(
-    Type.Integer({ minimum: 1, description: 'The version to run; default the deployed one (required for a dry run of an undeployed automation).' }),
+    Type.Integer({
+      ...VERSION_NUMBER_RANGE,
+      description: 'The version to run; default the deployed one (required for a dry run of an undeployed automation).',
+    }),
   ),
   replay_of: Type.Optional(Id('run', 'Run again with that run’s input and target, on its version unless `version` says otherwise.')),
   simulate: Type.Optional(
@@ -142,12 +146,12 @@ export const RunListQuery = ListQuery({
   automation_id: Type.Optional(Id('automation')),
   status: Type.Optional(Type.Enum(RUN_STATUSES)),
   conversation_id: Type.Optional(Id('conversation')),
-  version: Type.Optional(Type.Integer({ minimum: 1, description: 'With automation_id: runs of that version.' })),
+  version: Type.Optional(Type.Integer({ ...VERSION_NUMBER_RANGE, description: 'With automation_id: runs of that version.' })),
 });
 export const RunListSchema = ListOf(RunSchema);
 
 export const RunEventListQuery = Strict({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
-  after_seq: Type.Optional(Type.Integer({ minimum: 0, description: 'Entries after this seq; 0 (the default) from the first.' })),
+  after_seq: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32_MAX, description: 'Entries after this seq; 0 (the default) from the first.' })),
 });
 export const RunEventListSchema = ListOf(RunEventSchema);

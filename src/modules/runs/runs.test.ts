@@ -595,6 +595,28 @@ describe('runs', () => {
       assertError(await send({ automation_id: automation.id, surprise: true }), 400, 'validation_failed');
     });
 
+    it('refuses a version or seq past what the store holds (a 32-bit integer on PostgreSQL), in the body and in the query', async () => {
+      const connection = await number();
+      const automation = await automationOn(connection.id, replyFlow());
+      const tooLarge = 2 ** 31;
+      const started = await server.request('POST', '/v1/runs', {
+        token: key,
+        headers: { 'idempotency-key': `big-version-${automation.id}` },
+        body: { automation_id: automation.id, to: `+${newCustomer()}`, version: tooLarge },
+      });
+      assert.equal(assertError(started, 400, 'validation_failed').param, '/version');
+      // Past 2^53 too, where a JavaScript number can no longer tell the integers apart.
+      for (const version of [String(tooLarge), '9007199254740993']) {
+        const listed = await server.request('GET', `/v1/runs?automation_id=${automation.id}&version=${version}`, { token: key });
+        assert.equal(assertError(listed, 400, 'validation_failed').param, '/query/version');
+      }
+      const events = await server.request('GET', `/v1/runs/run_01J00000000000000000000000/events?after_seq=${tooLarge}`, { token: key });
+      assert.equal(assertError(events, 400, 'validation_failed').param, '/query/after_seq');
+      const largest = await server.request('GET', `/v1/runs?automation_id=${automation.id}&version=${tooLarge - 1}`, { token: key });
+      assert.equal(largest.status, 200, largest.text);
+      assert.deepEqual(largest.body.data, []);
+    });
+
     it("another organization's automation and run are not found", async () => {
       const connection = await number();
       const automation = await automationOn(connection.id, replyFlow());

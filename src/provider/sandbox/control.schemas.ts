@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { INT32_MAX } from '../../http/schemas.ts';
 import { LIMIT_TIERS, QUALITY_RATINGS, THROTTLE_CODES, TEMPLATE_REVIEWS, THROUGHPUT_LEVELS } from './state.ts';
 import { TEMPLATE_EVENTS } from './templates.ts';
 import { STATUSES } from './webhooks.ts';
@@ -210,7 +211,7 @@ export const BehaviourSchema = Type.Object(
       ]),
     ),
     /** Per-number sends per second; null restores the provider's defaults. */
-    throughput_mps: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+    throughput_mps: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: INT32_MAX }), Type.Null()])),
     template_review: Type.Optional(Type.Enum(TEMPLATE_REVIEWS)),
   },
   { additionalProperties: false },

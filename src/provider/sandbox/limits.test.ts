@@ -65,6 +65,8 @@ describe('the sandbox provider: throughput', () => {
     const statuses = await burst(h, connection, 81);
     assert.equal(statuses.filter((status) => status === 400).length, 1);
     assert.equal((await h.call('POST', '/control/behaviour', { throughput_mps: 0 })).status, 400);
+    // Past what the store's column holds (32 bits on PostgreSQL): refused, never a failed write.
+    assert.equal((await h.call('POST', '/control/behaviour', { throughput_mps: 2 ** 31 })).status, 400);
   });
 
   it('a throughput upgrade makes the number HIGH (1000 mps, unlimited tier) and sends THROUGHPUT_UPGRADE', async (t) => {
