@@ -5,12 +5,6 @@ import { METADATA_MAX_KEYS } from '../lib/metadata.ts';
 
 /** Schema building blocks shared by every resource. */
 
-/**
- * The largest integer an `integer` column holds on PostgreSQL (32 bits). An input stored in one has
- * it as its maximum: a larger value would pass validation and fail in the store.
- */
-export const INT32_MAX = 2_147_483_647;
-
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 
 export function Id(kind: IdKind, description?: string) {

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { Id, INT32_MAX, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
+import { Id, ListOf, ListQuery, Metadata, MetadataPatch, Nullable, Strict, StoredJsonOf, Timestamp } from '../../http/schemas.ts';
+import { INT32_MAX } from '../../lib/integers.ts';
 import { MODES } from '../credentials/scopes.schemas.ts';
 import { DefinitionSchema, TRIGGER_TYPES } from './definition.schemas.ts';
 

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { Id, INT32_MAX, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { Id, ListOf, ListQuery, Nullable, Strict, Timestamp } from '../../http/schemas.ts';
+import { INT32_MAX } from '../../lib/integers.ts';
 import { VERSION_NUMBER_RANGE } from '../automations/automations.schemas.ts';
 import { TRIGGER_TYPES } from '../automations/definition.schemas.ts';
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { INT32_MAX } from '../../http/schemas.ts';
+import { INT32_MAX } from '../../lib/integers.ts';
 import { LIMIT_TIERS, QUALITY_RATINGS, THROTTLE_CODES, TEMPLATE_REVIEWS, THROUGHPUT_LEVELS } from './state.ts';
 import { TEMPLATE_EVENTS } from './templates.ts';
 import { STATUSES } from './webhooks.ts';
