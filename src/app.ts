@@ -13,6 +13,7 @@ import { buildTools } from './composition/tools.ts';
 import type { Config } from './config/config.ts';
 import type { Store } from './db/connect.ts';
 import { registerAccessControl, type AccessRow } from './http/access.ts';
+import { registerNativeJsonSerializers } from './http/native-json.ts';
 import { registerStoredJsonSerializers } from './http/stored-json.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRequestMeter } from './http/request-meter.ts';
@@ -128,6 +129,8 @@ export async function createApp(options: { config: Config; store: Store; clock: 
   // Parsed only where read (modules/auth/session-cookie.ts); setting one needs no parsing hook.
   await server.register(cookie, { hook: false });
   const accessTable = registerAccessControl(server, services.credentials.authenticate, { v1Resource: `${config.publicBaseUrl}/v1` });
+  // Before the stored JSON serializers, which leave alone a route that has a serializer of its own.
+  registerNativeJsonSerializers(server, { check: config.verifyNativeJson });
   registerStoredJsonSerializers(server);
   registerRequestMeter(server, services.usage);
   await registerRateLimits(server, {

@@ -234,6 +234,8 @@ export async function startServer(scope: Scope, options: StartOptions = {}): Pro
     DATA_DIR: testStore.dataDir,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // Every answer a route writes with JSON.stringify is checked against its schema's serializer.
+    VERIFY_NATIVE_JSON: 'true',
     PUBLIC_BASE_URL: 'http://localhost:3000',
     // Every test talks from 127.0.0.1, so the spec's 20 unauthenticated requests a minute would cap
     // a whole file at 20 sign-ups; the rate-limit tests set it back (an empty value means the default).

@@ -58,6 +58,12 @@ export interface Config {
   providerTimeoutMs: number;
   smtpUrl: string | undefined;
   webhookAllowPrivateNetworks: boolean;
+  /**
+   * Every answer of a route that writes its JSON with `JSON.stringify` is also written by the response
+   * schema's compiled serializer, and a difference fails the request (http/native-json.ts). For test
+   * suites: it costs the compiled serializer's CPU on those routes.
+   */
+  verifyNativeJson: boolean;
   role: 'all' | 'api' | 'worker';
   /** How long a worker owns a job it claimed; a worker that dies holds its jobs this long. */
   workerLeaseMs: number;
@@ -363,6 +369,7 @@ export function loadConfig(env: Env): Config {
     providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 10_000),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     webhookAllowPrivateNetworks: flag(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    verifyNativeJson: flag(env, 'VERIFY_NATIVE_JSON', false),
     role: oneOf(env, 'ROLE', ['all', 'api', 'worker'], 'all'),
     workerLeaseMs: positiveInteger(env, 'WORKER_LEASE_MS', 60_000),
     passwordHashCost: passwordHashCost(env, providerMode),

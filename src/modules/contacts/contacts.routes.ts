@@ -23,7 +23,7 @@ const write: Access = { scope: 'contacts:write' };
 
 export function registerContactsRoutes(app: HttpServer, service: ContactsService): void {
   app.get('/v1/contacts', {
-    config: { access: read },
+    config: { access: read, nativeJson: true },
     schema: { tags, summary: 'List contacts', querystring: ContactListQuery, response: { 200: ContactListSchema } },
     handler: async (request) => {
       const { phone_number: phoneNumber, ...list } = request.query;
@@ -40,7 +40,7 @@ export function registerContactsRoutes(app: HttpServer, service: ContactsService
   });
 
   app.get('/v1/contacts/:id', {
-    config: { access: read },
+    config: { access: read, nativeJson: true },
     schema: { tags, summary: 'Get a contact', params: PathId('contact'), response: { 200: ContactSchema } },
     handler: async (request) => service.get(requirePrincipal(request), request.params.id),
   });

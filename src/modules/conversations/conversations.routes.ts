@@ -26,7 +26,7 @@ const response = { 200: ConversationSchema };
 
 export function registerConversationsRoutes(app: HttpServer, service: ConversationsService, relations: ConversationRelations): void {
   app.get('/v1/conversations', {
-    config: { access: read },
+    config: { access: read, nativeJson: true },
     schema: { tags, summary: 'List conversations', querystring: ConversationListQuery, response: { 200: ConversationListSchema } },
     handler: async (request) => {
       const { state, assignee, tag, connection_id: connectionId, contact_id: contactId, window, sort, expand, ...list } = request.query;
@@ -38,7 +38,7 @@ export function registerConversationsRoutes(app: HttpServer, service: Conversati
   });
 
   app.get('/v1/conversations/:id', {
-    config: { access: read },
+    config: { access: read, nativeJson: true },
     schema: { tags, summary: 'Get a conversation', params, querystring: ConversationGetQuery, response },
     handler: async (request) => {
       const principal = requirePrincipal(request);

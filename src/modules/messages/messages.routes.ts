@@ -24,7 +24,7 @@ export function registerMessagesRoutes(app: HttpServer, service: MessagesService
   });
 
   app.get('/v1/messages', {
-    config: { access: read },
+    config: { access: read, nativeJson: true },
     schema: { tags, summary: 'List messages', querystring: MessageListQuery, response: { 200: MessageListSchema } },
     handler: async (request) => {
       const { conversation_id: conversationId, contact_id: contactId, connection_id: connectionId, direction, status, ...list } = request.query;
@@ -33,7 +33,7 @@ export function registerMessagesRoutes(app: HttpServer, service: MessagesService
   });
 
   app.get('/v1/messages/:id', {
-    config: { access: read },
+    config: { access: read, nativeJson: true },
     schema: { tags, summary: 'Get a message', params: PathId('message'), response: { 200: MessageSchema } },
     handler: async (request) => service.get(requirePrincipal(request), request.params.id),
   });

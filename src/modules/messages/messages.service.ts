@@ -24,11 +24,25 @@ interface StoredContext {
   frequently_forwarded: boolean;
 }
 
+const toContext = (stored: StoredContext): StoredContext => ({
+  reply_to: stored.reply_to,
+  reply_to_provider_message_id: stored.reply_to_provider_message_id,
+  forwarded: stored.forwarded,
+  frequently_forwarded: stored.frequently_forwarded,
+});
+
+const toStoredError = (stored: MessageError): MessageError => ({ code: stored.code, title: stored.title, message: stored.message, details: stored.details });
+
 interface StoredContent {
   body: unknown;
   referral: Record<string, unknown> | null;
 }
 
+/**
+ * The API's message. Its fields are named one by one, in the order the response schema writes them
+ * (the required ones, then the content under its type's name, the one optional field), because the
+ * message routes write their answers with `JSON.stringify` (http/native-json.ts).
+ */
 export function toMessage(row: MessagesTable): Message {
   const content = JSON.parse(row.content) as StoredContent;
   const type = row.type as MessageType;
@@ -40,11 +54,10 @@ export function toMessage(row: MessagesTable): Message {
     contact_id: row.contact_id,
     direction: row.direction as Message['direction'],
     type,
-    [type]: content.body,
-    context: row.context === null ? null : (JSON.parse(row.context) as StoredContext),
+    context: row.context === null ? null : toContext(JSON.parse(row.context) as StoredContext),
     referral: content.referral,
     status: row.status as MessageStatus,
-    error: row.error === null ? null : (JSON.parse(row.error) as MessageError),
+    error: row.error === null ? null : toStoredError(JSON.parse(row.error) as MessageError),
     provider_message_id: row.provider_message_id,
     imported: toBoolean(row.imported),
     echo: toBoolean(row.echo),
@@ -52,6 +65,7 @@ export function toMessage(row: MessagesTable): Message {
     sent_at: row.sent_at,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    [type]: content.body,
   };
 }
 
