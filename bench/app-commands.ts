@@ -212,6 +212,16 @@ async function insertAuditRows(
   }
 }
 
+/** A table's rows by status. */
+async function countByStatus(db: Db, table: 'jobs' | 'webhook_deliveries' | 'messages'): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom(table)
+    .select(['status', sql<number>`count(*)`.as('count')])
+    .groupBy('status')
+    .execute();
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface SeedConversationsArgs {
@@ -608,18 +618,12 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
     },
 
     async jobCounts(): Promise<JobCounts> {
-      const jobs = await db
-        .selectFrom('jobs')
-        .select(['status', sql<number>`count(*)`.as('count')])
-        .groupBy('status')
-        .execute();
-      const deliveries = await db
-        .selectFrom('webhook_deliveries')
-        .select(['status', sql<number>`count(*)`.as('count')])
-        .groupBy('status')
-        .execute();
-      const byStatus = (rows: { status: string; count: number }[]) => Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
-      return { jobs: byStatus(jobs), deliveries: byStatus(deliveries) };
+      return { jobs: await countByStatus(db, 'jobs'), deliveries: await countByStatus(db, 'webhook_deliveries') };
+    },
+
+    /** Messages by status (received, queued, sent, delivered, read, failed). */
+    messageCounts(): Promise<Record<string, number>> {
+      return countByStatus(db, 'messages');
     },
 
     async seedConversations(args: SeedConversationsArgs): Promise<SeedConversationsResult> {
