@@ -24,9 +24,9 @@ import {
   type RecordConsentInput,
   type UpdateContactInput,
 } from './contacts.schemas.ts';
-import type { ContactChanges, ContactsStore, ContactView } from './contacts.store.ts';
+import type { ContactChanges, ContactsStore } from './contacts.store.ts';
 
-function toContact(row: ContactView): Contact {
+function toContact(row: ContactsTable): Contact {
   return {
     id: row.id,
     object: 'contact',

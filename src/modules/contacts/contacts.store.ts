@@ -9,36 +9,13 @@ export type ContactChanges = Partial<Omit<ContactsTable, 'id' | 'organization_id
 const live = (db: Db, organizationId: string) =>
   db.selectFrom('contacts').selectAll().where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
 
-/**
- * What the API shows of a contact (`toContact`), and so what its pages and `expand=contact` read:
- * not the organization (the query fixes it), the deletion mark (they read live contacts only) or
- * `last_inbound_at` (the window is the conversation's). See MESSAGE_VIEW_COLUMNS on why fewer.
- */
-export const CONTACT_VIEW_COLUMNS = [
-  'id',
-  'phone_number',
-  'name',
-  'email',
-  'profile_name',
-  'marketing_consent',
-  'marketing_consent_since',
-  'marketing_consent_source',
-  'metadata',
-  'created_at',
-  'updated_at',
-] as const satisfies readonly (keyof ContactsTable)[];
-export type ContactView = Pick<ContactsTable, (typeof CONTACT_VIEW_COLUMNS)[number]>;
-
-const liveViews = (db: Db, organizationId: string) =>
-  db.selectFrom('contacts').select(CONTACT_VIEW_COLUMNS).where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
-
 // Compiled once per shape (db/compiled-query.ts): sends, inbound messages and the conversations'
 // `expand` read contacts all the time.
 const findLive = compileOnce((db, p: { organizationId: string; id: string }) => live(db, p.organizationId).where('id', '=', p.id));
 const findByPhoneNumber = compileOnce((db, p: { organizationId: string; phoneNumber: string }) =>
   live(db, p.organizationId).where('phone_number', '=', p.phoneNumber),
 );
-const findMany = compileOnce((db, p: { organizationId: string; ids: readonly string[] }) => liveViews(db, p.organizationId).where('id', 'in', p.ids));
+const findMany = compileOnce((db, p: { organizationId: string; ids: readonly string[] }) => live(db, p.organizationId).where('id', 'in', p.ids));
 /*
  * The locking reads hold a live contact's row until the transaction ends (`dialect.lockRows`: `for no
  * key update` on PostgreSQL, which re-reads the row after waiting, so a contact deleted or merged away
@@ -58,7 +35,7 @@ const insertIfAbsent = compileOnce((db, row: ContactsTable) =>
 );
 const listPage = compiledPaging(
   (db, p: { organizationId: string; phoneNumber: string | undefined }) => {
-    const query = liveViews(db, p.organizationId);
+    const query = live(db, p.organizationId);
     return p.phoneNumber === undefined ? query : query.where('phone_number', '=', p.phoneNumber);
   },
   { id: 'id', createdAt: 'created_at' },
@@ -101,7 +78,7 @@ export function createContactsStore() {
       }
       return rows;
     },
-    findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ContactView[]> {
+    findMany(db: Db, organizationId: string, ids: readonly string[]): Promise<ContactsTable[]> {
       return findMany.all(db, { organizationId, ids });
     },
     /** The number's most recently deleted contact, if any. */

@@ -21,7 +21,7 @@ import {
   type UpdateConversationInput,
 } from './conversations.schemas.ts';
 import type { ConnectionScope } from '../../db/connection-scope.ts';
-import type { ConversationSort, ConversationChanges, ConversationsStore, ConversationView } from './conversations.store.ts';
+import type { ConversationSort, ConversationChanges, ConversationsStore } from './conversations.store.ts';
 
 /**
  * The customer service window: free-form messages are allowed this long after the customer's last
@@ -42,9 +42,9 @@ const expiryOf = (lastInboundAt: string | null): string | null => (lastInboundAt
 
 /** Tags are a set, stored and shown sorted, so that equal sets compare equal in `previous_attributes`. */
 const tagSet = (...lists: readonly string[][]): string[] => [...new Set(lists.flat())].sort();
-const tagsOf = (row: Pick<ConversationsTable, 'tags'>) => JSON.parse(row.tags) as string[];
+const tagsOf = (row: ConversationsTable) => JSON.parse(row.tags) as string[];
 
-function toConversation(row: ConversationView): Conversation {
+function toConversation(row: ConversationsTable): Conversation {
   return {
     id: row.id,
     object: 'conversation',

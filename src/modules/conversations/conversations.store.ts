@@ -23,34 +23,6 @@ export interface ConversationFilters {
 
 const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('conversations').selectAll('conversations'), 'conversations', scope);
 
-/**
- * What the API shows of a conversation (`toConversation`), and so what its pages read: not the
- * organization (the scope fixes it) or `window_warning_for`, the warning timer's own bookkeeping.
- * See MESSAGE_VIEW_COLUMNS (messages.store.ts) on why fewer.
- */
-export const CONVERSATION_VIEW_COLUMNS = [
-  'id',
-  'connection_id',
-  'contact_id',
-  'state',
-  'assignee_id',
-  'control',
-  'tags',
-  'last_message_at',
-  'last_inbound_at',
-  'metadata',
-  'created_at',
-  'updated_at',
-] as const satisfies readonly (keyof ConversationsTable)[];
-export type ConversationView = Pick<ConversationsTable, (typeof CONVERSATION_VIEW_COLUMNS)[number]>;
-
-const visibleViews = (db: Db, scope: ConnectionScope) =>
-  visibleThroughConnection(
-    db.selectFrom('conversations').select(CONVERSATION_VIEW_COLUMNS.map((column) => `conversations.${column}` as const)),
-    'conversations',
-    scope,
-  );
-
 // Compiled once per shape (db/compiled-query.ts): every send and inbound message records itself in
 // its conversation, and the list is the inbox.
 const findVisible = compileOnce((db, p: { scope: ConnectionScope; id: string }) => visible(db, p.scope).where('conversations.id', '=', p.id));
@@ -101,7 +73,7 @@ interface ListParams {
   windowSince: string | undefined;
 }
 function listQuery(db: Db, p: ListParams) {
-  let query = visibleViews(db, p.scope);
+  let query = visible(db, p.scope);
   if (p.state !== undefined) query = query.where('conversations.state', '=', p.state);
   if (p.assigneeId !== undefined) query = query.where('conversations.assignee_id', p.assigneeId === null ? 'is' : '=', p.assigneeId);
   if (p.connectionId !== undefined) query = query.where('conversations.connection_id', '=', p.connectionId);

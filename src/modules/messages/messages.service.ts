@@ -14,7 +14,7 @@ import type { ConversationsService } from '../conversations/index.ts';
 import { connectionScopeOf, type Principal } from '../credentials/principal.ts';
 import type { MediaService } from '../media/index.ts';
 import { MESSAGE_TYPES, type Message, type MessageError, type MessageStatus, type MessageType } from './messages.schemas.ts';
-import type { MessageFilters, MessagesStore, MessageView } from './messages.store.ts';
+import type { MessageFilters, MessagesStore } from './messages.store.ts';
 import { isMediaKind } from './outbound.ts';
 
 interface StoredContext {
@@ -43,7 +43,7 @@ interface StoredContent {
  * (the required ones, then the content under its type's name, the one optional field), because the
  * message routes write their answers with `JSON.stringify` (http/native-json.ts).
  */
-export function toMessage(row: MessageView): Message {
+export function toMessage(row: MessagesTable): Message {
   const content = JSON.parse(row.content) as StoredContent;
   const type = row.type as MessageType;
   return {

@@ -12,37 +12,8 @@ export interface MessageFilters {
   status?: string | undefined;
 }
 
-/**
- * What the API shows of a message (`toMessage`), and so what its pages read: every column but the
- * organization, which the scope fixes, and `send_request`, the queued send's whole request, which
- * a page of outbound messages would otherwise read for nothing. Fewer columns are cheaper on both
- * backends; on SQLite each value read takes the connection's mutex two or three times.
- */
-export const MESSAGE_VIEW_COLUMNS = [
-  'id',
-  'connection_id',
-  'conversation_id',
-  'contact_id',
-  'direction',
-  'type',
-  'content',
-  'context',
-  'status',
-  'provider_message_id',
-  'imported',
-  'error',
-  'metadata',
-  'sent_at',
-  'echo',
-  'created_at',
-  'updated_at',
-] as const satisfies readonly (keyof MessagesTable)[];
-export type MessageView = Pick<MessagesTable, (typeof MESSAGE_VIEW_COLUMNS)[number]>;
-
 /** The messages the scope may see: every read of the API starts here. */
 const visible = (db: Db, scope: ConnectionScope) => visibleThroughConnection(db.selectFrom('messages').selectAll('messages'), 'messages', scope);
-const visibleViews = (db: Db, scope: ConnectionScope) =>
-  visibleThroughConnection(db.selectFrom('messages').select(MESSAGE_VIEW_COLUMNS.map((column) => `messages.${column}` as const)), 'messages', scope);
 
 // Every query compiled once per shape (db/compiled-query.ts): sends, the worker's deliveries,
 // statuses and the conversations' `expand` run them all the time.
@@ -57,7 +28,7 @@ interface ListParams {
 }
 const listPage = compiledPaging(
   (db, p: ListParams) => {
-    let query = visibleViews(db, p.scope);
+    let query = visible(db, p.scope);
     if (p.conversationId !== undefined) query = query.where('messages.conversation_id', '=', p.conversationId);
     if (p.contactId !== undefined) query = query.where('messages.contact_id', '=', p.contactId);
     if (p.connectionId !== undefined) query = query.where('messages.connection_id', '=', p.connectionId);
@@ -86,7 +57,7 @@ const lastOf = compileOnce((db, p: { conversationIds: readonly string[] }) =>
         ),
       ),
     )
-    .select(MESSAGE_VIEW_COLUMNS.map((column) => `m.${column}` as const))
+    .selectAll('m')
     .where('c.id', 'in', p.conversationIds),
 );
 const byProviderId = compileOnce((db, p: { connectionId: string; providerMessageId: string }) =>
@@ -120,7 +91,7 @@ export function createMessagesStore() {
       return listPage(db, { scope: scopeParams(scope), conversationId, contactId, connectionId, direction, status }, page);
     },
     /** The newest message of each conversation, in one query (one index probe per conversation). */
-    lastOfConversations(db: Db, conversationIds: readonly string[]): Promise<MessageView[]> {
+    lastOfConversations(db: Db, conversationIds: readonly string[]): Promise<MessagesTable[]> {
       if (conversationIds.length === 0) return Promise.resolve([]);
       return lastOf.all(db, { conversationIds });
     },
