@@ -28,6 +28,7 @@ import {
 } from './webhook-endpoints.schemas.ts';
 import type { WebhookEndpointsStore } from './webhook-endpoints.store.ts';
 import type { SendResult } from './webhook-sender.ts';
+import { QueuedEnvelopes, toSendable, type SendableEvent } from './envelope-cache.ts';
 
 /** The network side of a delivery, kept behind a port so the rules here never touch a socket. */
 export interface DeliveryTransport {
@@ -51,9 +52,9 @@ export const DELIVERY_RETENTION_MS = 30 * DAY;
  */
 export const ENDPOINT_CACHE_TTL_MS = 3 * SECOND;
 const MAX_CACHED_ENDPOINTS = 1_024;
-// Events never change once stored, so an envelope (and its bytes) is kept until crowded out: a fan-out
-// to many endpoints, or a retry, reads and serialises it once, and an event queued for delivery in
-// this process is kept from the start (`queueDeliveries`).
+// Events never change once stored, so an event read back (one another process queued, or a retry's)
+// is kept until crowded out: the other deliveries of a fan-out, which run at the same time, read and
+// serialise it once. Those queued here are kept apart until delivered (envelope-cache.ts).
 const MAX_CACHED_EVENTS = 1_024;
 
 /** What a delivery needs of an endpoint, as the job's cache holds it. */
@@ -163,10 +164,11 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
   const newSecret = () => `whsec_${randomToken(24)}`;
 
   const targets = new Map<string, DeliveryTarget>();
-  const envelopes = new Map<string, { event: EventEnvelope; body: string }>();
+  const queuedEnvelopes = new QueuedEnvelopes(clock);
+  const envelopes = new Map<string, SendableEvent>();
   // A fan-out's jobs are claimed together and start at once, before any read of their event returns:
   // they share the one read in flight. Keyed by organization too, as the read is scoped by it.
-  const envelopesRead = new Map<string, Promise<{ event: EventEnvelope; body: string } | undefined>>();
+  const envelopesRead = new Map<string, Promise<SendableEvent | undefined>>();
 
   function toTarget(row: WebhookEndpointsTable): DeliveryTarget {
     return {
@@ -211,15 +213,15 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     }
   };
 
-  async function envelopeFor(organizationId: string, eventId: string): Promise<{ event: EventEnvelope; body: string } | undefined> {
-    const cached = envelopes.get(eventId);
-    if (cached) return cached.event.organization_id === organizationId ? cached : undefined;
+  async function envelopeFor(organizationId: string, eventId: string): Promise<SendableEvent | undefined> {
+    const cached = queuedEnvelopes.get(eventId) ?? envelopes.get(eventId);
+    if (cached) return cached.organizationId === organizationId ? cached : undefined;
     const key = `${organizationId}/${eventId}`;
     let read = envelopesRead.get(key);
     if (!read) {
       read = events
         .find(db, organizationId, eventId)
-        .then((event) => event && remember(envelopes, eventId, { event, body: JSON.stringify(event) }, MAX_CACHED_EVENTS))
+        .then((event) => event && remember(envelopes, eventId, toSendable(event), MAX_CACHED_EVENTS))
         .finally(() => envelopesRead.delete(key));
       envelopesRead.set(key, read);
     }
@@ -237,15 +239,15 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
    */
   async function attempt(
     target: { id: string; organizationId: string; url: string; secrets: string[] },
-    event: { event: EventEnvelope; body: string },
+    event: SendableEvent,
     options: { attempt: number; replayOf: string | null; nextRetryAt: Date | null },
   ): Promise<{ row: WebhookDeliveriesTable; ok: boolean; result: SendResult }> {
     const started = clock.now();
     const { body } = event;
     const headers = {
       'service-signature': signatureHeader(body, target.secrets, Math.floor(started.getTime() / 1000)),
-      'service-event-id': event.event.id,
-      'service-event-type': event.event.type,
+      'service-event-id': event.id,
+      'service-event-type': event.type,
     };
     const result = await transport.send(target.url, body, headers);
     const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
@@ -253,8 +255,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       id: newId('webhookDelivery', started.getTime()),
       organization_id: target.organizationId,
       endpoint_id: target.id,
-      event_id: event.event.id,
-      event_type: event.event.type,
+      event_id: event.id,
+      event_type: event.type,
       attempt: options.attempt,
       replay_of: options.replayOf,
       status: ok ? 'succeeded' : 'failed',
@@ -304,6 +306,70 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     return disabled;
   }
 
+  /**
+   * One automatic attempt of one event at one endpoint (the delivery job's). The endpoint comes from a
+   * short cache (`ENDPOINT_CACHE_TTL_MS`); the URL is still checked by the sender on every attempt.
+   * The attempt's row (and a success's reset of the failure count) is written in the transaction
+   * that settles the job, so attempt and job status commit together, in one commit.
+   */
+  async function deliverOnce(payload: DeliveryPayload, context: DeliveryContext): Promise<void> {
+    const endpoint = await targetFor(payload.endpoint_id);
+    // Deleted since the event was emitted: nothing to send, and its history went with it.
+    if (!endpoint) return;
+    const event = await envelopeFor(endpoint.organizationId, payload.event_id);
+    if (!event) return;
+    if (context.previousAttemptLost) {
+      // The worker running the attempt before this one died mid-way, so nothing recorded it: the
+      // history still shows every attempt, with an outcome nobody knows. Recorded even when the
+      // endpoint was disabled since: that attempt was made while it was enabled.
+      const at = clock.now().toISOString();
+      const lost: WebhookDeliveriesTable = {
+        id: newId('webhookDelivery', clock.now().getTime()),
+        organization_id: endpoint.organizationId,
+        endpoint_id: endpoint.id,
+        event_id: event.id,
+        event_type: event.type,
+        attempt: context.attempt - 1,
+        replay_of: null,
+        status: 'failed',
+        response_status: null,
+        response_excerpt: null,
+        error: 'worker_lost',
+        duration_ms: null,
+        next_retry_at: null,
+        created_at: at,
+        completed_at: at,
+      };
+      context.inSettleBatch(recordAttempts, lost);
+    }
+    // Disabled since the event was emitted: nothing to send, nothing to retry.
+    if (endpoint.status !== 'enabled') return;
+    const retryAt = context.attempt < context.maxAttempts ? new Date(clock.now().getTime() + webhookDelivery.retry.delayMs(context.attempt)) : null;
+    const target = { id: endpoint.id, organizationId: endpoint.organizationId, url: endpoint.url, secrets: targetSecrets(endpoint) };
+    const { row, ok, result } = await attempt(target, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
+    context.inSettleBatch(recordAttempts, row);
+    if (ok) {
+      // Billed once delivered, in the settle transaction (summed across its jobs): the event's own
+      // transaction, on the request's path, takes no lock on the organization's counters for it.
+      context.inSettleBatch(countDeliveries, {
+        organizationId: endpoint.organizationId,
+        connectionId: event.connectionId,
+        meter: 'webhook_deliveries',
+        quantity: 1,
+      });
+      if (endpoint.failing) {
+        context.inSettle(async (trx) => {
+          await store.recordSuccess(trx, endpoint.id);
+          endpoint.failing = false;
+        });
+      }
+      return;
+    }
+    const disabled = await countFailure(endpoint);
+    const reason = result.kind === 'response' ? `receiver answered ${result.status}` : result.error;
+    throw new JobError(reason, { retryable: !disabled && retryAt !== null, ...(retryAt && !disabled ? { retryAt } : {}) });
+  }
+
   return {
     /**
      * The event stream's subscriber: one delivery job per endpoint that wants the event (enabled,
@@ -326,7 +392,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       // the commit, and safe so: only a delivery job asks for an event, by the id its payload names,
       // and the job commits with the event or not at all. The bytes are taken now, a snapshot of the
       // envelope the emitter also hands to its other subscribers and to its caller.
-      remember(envelopes, event.id, { event, body: JSON.stringify(event) }, MAX_CACHED_EVENTS);
+      queuedEnvelopes.keep(toSendable(event), payloads.length);
     },
 
     async create(actor: Actor, input: CreateWebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
@@ -447,11 +513,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const ping = await db
         .transaction()
         .execute((trx) => events.emit(trx, { type: 'ping', organizationId: row.organization_id, connectionId: row.connection_id, object: toEndpoint(row) }));
-      const {
-        row: attempted,
-        ok,
-        result,
-      } = await attempt(rowTarget(row), { event: ping, body: JSON.stringify(ping) }, { attempt: 1, replayOf: null, nextRetryAt: null });
+      const { row: attempted, ok, result } = await attempt(rowTarget(row), toSendable(ping), { attempt: 1, replayOf: null, nextRetryAt: null });
       await store.insertDelivery(db, attempted);
       const delivery = toDelivery(attempted);
       return {
@@ -482,7 +544,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const endpoint = await store.find(db, scopeOf(principal), original.endpoint_id);
       const event = endpoint ? await events.find(db, endpoint.organization_id, original.event_id) : undefined;
       if (!endpoint || !event) throw notFound('webhook delivery');
-      const { row } = await attempt(rowTarget(endpoint), { event, body: JSON.stringify(event) }, { attempt: 1, replayOf: original.id, nextRetryAt: null });
+      const { row } = await attempt(rowTarget(endpoint), toSendable(event), { attempt: 1, replayOf: original.id, nextRetryAt: null });
       await store.insertDelivery(db, row);
       return toDelivery(row);
     },
@@ -498,72 +560,21 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     },
 
     /**
-     * The delivery job: one automatic attempt of one event at one endpoint. The endpoint comes from a
-     * short cache (`ENDPOINT_CACHE_TTL_MS`); the URL is still checked by the sender on every attempt.
-     * The attempt's row (and a success's reset of the failure count) is written in the transaction
-     * that settles the job, so attempt and job status commit together, in one commit.
+     * The delivery job (`deliverOnce`). Each attempt here counts towards the deliveries its event
+     * was kept for, when this process queued it.
      */
-    async deliver(
-      payload: { event_id: string; endpoint_id: string },
-      context: Pick<JobContext, 'attempt' | 'maxAttempts' | 'previousAttemptLost' | 'inSettle' | 'inSettleBatch'>,
-    ): Promise<void> {
-      const endpoint = await targetFor(payload.endpoint_id);
-      // Deleted since the event was emitted: nothing to send, and its history went with it.
-      if (!endpoint) return;
-      const event = await envelopeFor(endpoint.organizationId, payload.event_id);
-      if (!event) return;
-      if (context.previousAttemptLost) {
-        // The worker running the attempt before this one died mid-way, so nothing recorded it: the
-        // history still shows every attempt, with an outcome nobody knows. Recorded even when the
-        // endpoint was disabled since: that attempt was made while it was enabled.
-        const at = clock.now().toISOString();
-        const lost: WebhookDeliveriesTable = {
-          id: newId('webhookDelivery', clock.now().getTime()),
-          organization_id: endpoint.organizationId,
-          endpoint_id: endpoint.id,
-          event_id: event.event.id,
-          event_type: event.event.type,
-          attempt: context.attempt - 1,
-          replay_of: null,
-          status: 'failed',
-          response_status: null,
-          response_excerpt: null,
-          error: 'worker_lost',
-          duration_ms: null,
-          next_retry_at: null,
-          created_at: at,
-          completed_at: at,
-        };
-        context.inSettleBatch(recordAttempts, lost);
+    async deliver(payload: DeliveryPayload, context: DeliveryContext): Promise<void> {
+      try {
+        await deliverOnce(payload, context);
+      } finally {
+        // Whatever came of it: a retry comes much later, and reads its event back.
+        queuedEnvelopes.delivered(payload.event_id);
       }
-      // Disabled since the event was emitted: nothing to send, nothing to retry.
-      if (endpoint.status !== 'enabled') return;
-      const retryAt = context.attempt < context.maxAttempts ? new Date(clock.now().getTime() + webhookDelivery.retry.delayMs(context.attempt)) : null;
-      const target = { id: endpoint.id, organizationId: endpoint.organizationId, url: endpoint.url, secrets: targetSecrets(endpoint) };
-      const { row, ok, result } = await attempt(target, event, { attempt: context.attempt, replayOf: null, nextRetryAt: retryAt });
-      context.inSettleBatch(recordAttempts, row);
-      if (ok) {
-        // Billed once delivered, in the settle transaction (summed across its jobs): the event's own
-        // transaction, on the request's path, takes no lock on the organization's counters for it.
-        context.inSettleBatch(countDeliveries, {
-          organizationId: endpoint.organizationId,
-          connectionId: event.event.connection_id,
-          meter: 'webhook_deliveries',
-          quantity: 1,
-        });
-        if (endpoint.failing) {
-          context.inSettle(async (trx) => {
-            await store.recordSuccess(trx, endpoint.id);
-            endpoint.failing = false;
-          });
-        }
-        return;
-      }
-      const disabled = await countFailure(endpoint);
-      const reason = result.kind === 'response' ? `receiver answered ${result.status}` : result.error;
-      throw new JobError(reason, { retryable: !disabled && retryAt !== null, ...(retryAt && !disabled ? { retryAt } : {}) });
     },
   };
 }
+
+type DeliveryPayload = { event_id: string; endpoint_id: string };
+type DeliveryContext = Pick<JobContext, 'attempt' | 'maxAttempts' | 'previousAttemptLost' | 'inSettle' | 'inSettleBatch'>;
 
 export type WebhookEndpointsService = ReturnType<typeof createWebhookEndpointsService>;

@@ -264,6 +264,19 @@ describe('webhook endpoints', () => {
       assert.equal(eventReads, 0, 'kept when its deliveries were queued');
       const stored = await counted.app.services.events.find(counted.app.store.db, team.organizationId, fromHere.id);
       assert.deepEqual(new Set(bodiesOf(fromHere.id)), new Set([JSON.stringify(stored)]), 'the bytes a store read would have sent');
+
+      // Kept only until its deliveries here have run: their retries, much later, read it back (once).
+      receiver.respond(503);
+      const failing = await emitIn(counted, 'ct_3');
+      eventReads = 0;
+      await counted.app.worker.drain();
+      assert.equal(eventReads, 0);
+      receiver.respond(200);
+      counted.clock.advance(6 * SECOND);
+      await counted.app.worker.drain();
+      assert.equal(eventReads, 1, 'let go once its five deliveries had run');
+      assert.deepEqual(new Set(bodiesOf(failing.id)), new Set([JSON.stringify(await counted.app.services.events.find(counted.app.store.db, team.organizationId, failing.id))]));
+      assert.equal(bodiesOf(failing.id).length, 10, 'five failed attempts, five retries');
     });
 
     it('["*"] receives every type, stored as such so that types added later reach it too; never pings', async () => {
