@@ -400,6 +400,27 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.equal(claims, 1, 'the four freed slots made no claim');
     });
 
+    it('a settle that frees slots while jobs wait claims them itself: on SQLite in its own commit', async (t) => {
+      const statements: string[] = [];
+      const counted = await createTestStore(t, { onQuery: (sql) => void statements.push(sql) });
+      const { queue, worker, db } = setup({ concurrency: 2, pollMs: HOUR_POLL, store: counted });
+      const { gate, open } = gated();
+      worker.register(Tick, () => gate);
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 4 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      worker.start();
+      await waitFor(async () => (await statuses(db, ids)).filter((status) => status === 'running').length === 2, { message: 'the worker to claim two' });
+      statements.length = 0;
+      open();
+      await waitFor(async () => (await statuses(db, ids)).every((status) => status === 'succeeded'), { message: 'the four jobs to succeed' });
+      // The two that ran finish together and settle in one transaction, which claims the other two.
+      const settled = statements.findIndex((sql) => /^update "jobs" set "status" = (\?|\$1)/.test(sql));
+      const claimed = statements.findIndex(isClaim);
+      assert.ok(settled >= 0 && claimed > settled, statements.join('\n'));
+      const between = statements.slice(settled, claimed);
+      if (!usingPostgres) assert.ok(!between.includes('commit'), `the settle and the claim share one commit:\n${between.join('\n')}`);
+      await worker.stop();
+    });
+
     /**
      * Three gated jobs take three of four slots (a short claim, so no backlog is known); a fourth is
      * enqueued, and `announced` wakes the worker as the service's queue does after the enqueue

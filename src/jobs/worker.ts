@@ -234,6 +234,8 @@ export function createWorker(options: WorkerOptions) {
    */
   let backlog = true;
   const sharedQueue = options.sharedQueue ?? false;
+  /** A claim is running (the loop's, or one beside a settle): its slots are spoken for. */
+  let claiming = false;
   function rouse(): void {
     if (wakeUp) wakeUp();
     else wakePending = true;
@@ -247,19 +249,16 @@ export function createWorker(options: WorkerOptions) {
   }
 
   /** Claims up to `limit` due jobs this worker has handlers for (claimDue); other names are left to workers that know them. */
-  async function claim(limit: number): Promise<JobsTable[]> {
+  function claim(limit: number): Promise<JobsTable[]> {
+    return commitWithRequests(() => claimWith(db, limit));
+  }
+
+  /** As `claim`, in the caller's transaction (on SQLite, a settle's: one commit for both). */
+  async function claimWith(executor: Db | Trx, limit: number): Promise<JobsTable[]> {
     const names = [...handlers.keys()];
     if (names.length === 0) return [];
     const now = clock.now();
-    return commitWithRequests(() =>
-      claimDue.all(db, {
-        names,
-        now: now.toISOString(),
-        leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
-        limit,
-        workerId,
-      }),
-    );
+    return claimDue.all(executor, { names, now: now.toISOString(), leaseUntil: new Date(now.getTime() + leaseMs).toISOString(), limit, workerId });
   }
 
   /**
@@ -320,18 +319,44 @@ export function createWorker(options: WorkerOptions) {
     try {
       while (settling.length > 0) {
         const batch = settling.splice(0, settleBatch);
+        const refill = refillBeside(batch.length);
+        if (refill > 0) {
+          claiming = true;
+          backlog = false;
+        }
         try {
-          await commitWithRequests(() => db.transaction().execute((trx) => settleBatchIn(trx, batch)));
+          const claimed = await commitWithRequests(async () => {
+            await db.transaction().execute((trx) => settleBatchIn(trx, batch));
+            return refill > 0 ? claimWith(db, refill) : [];
+          });
+          if (claimed.length === refill && refill > 0) backlog = true;
+          // Started before the batch's slots are given back, so that those slots see them.
+          for (const job of claimed) void start(job);
           for (const entry of batch) entry.done.resolve();
         } catch {
+          if (refill > 0) backlog = true;
           // One attempt's write failed (or the store did): each is tried again in a transaction of its
           // own, so the others are recorded and only that attempt takes the failure.
           for (const entry of batch) await settleAlone(entry);
+        } finally {
+          if (refill > 0) claiming = false;
         }
       }
     } finally {
       flushing = false;
     }
+  }
+
+  /**
+   * How many jobs to claim in the transaction that settles `settled` attempts: the slots they leave
+   * free when the loop would refill them anyway, so that on SQLite the claim shares the settle's commit
+   * instead of making one of its own right after it. None while another claim runs (the slots are
+   * counted once) or when nothing is known to wait.
+   */
+  function refillBeside(settled: number): number {
+    const staying = inFlight.size - settled;
+    if (!running || claiming || staying >= refillBelow || !(backlog || sharedQueue)) return 0;
+    return concurrency - staying;
   }
 
   async function settleAlone(entry: Settlement): Promise<void> {
@@ -469,11 +494,12 @@ export function createWorker(options: WorkerOptions) {
         log.error({ err: error }, 'scheduling recurring jobs failed; retrying');
       }
       let claimed: JobsTable[] = [];
-      if (inFlight.size < refillBelow) {
+      if (inFlight.size < refillBelow && !claiming) {
         // Whatever was committed before this point, the claim sees; a wake-up during the claim sets
         // both flags again.
         wakePending = false;
         backlog = false;
+        claiming = true;
         const limit = concurrency - inFlight.size;
         try {
           claimed = await claim(limit);
@@ -481,6 +507,8 @@ export function createWorker(options: WorkerOptions) {
         } catch (error) {
           backlog = true;
           log.error({ err: error }, 'claiming jobs failed; retrying');
+        } finally {
+          claiming = false;
         }
         for (const job of claimed) void start(job);
       }
