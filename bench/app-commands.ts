@@ -383,7 +383,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
       return ((await app.sandbox?.state.sentBy(args.phoneNumberId)) ?? []).map((message) => message.createdAt.getTime()).sort((a, b) => a - b);
     },
 
-    async startWorker(args: StartWorkerArgs): Promise<{ concurrency: number | 'default'; pollMs: number | 'default' }> {
+    async startWorker(args: StartWorkerArgs): Promise<{ concurrency: number; pollMs: number | 'default' }> {
       if (worker) throw new Error('the worker is already running');
       if (args.concurrency === undefined && args.pollMs === undefined) {
         worker = app.worker;
@@ -404,7 +404,7 @@ export function createAppCommands(app: App, store: Store): { commands: ChildComm
         wakeOwnWorker = () => own.wake();
       }
       worker.start();
-      return { concurrency: args.concurrency ?? 'default', pollMs: args.pollMs ?? 'default' };
+      return { concurrency: worker.concurrency, pollMs: args.pollMs ?? 'default' };
     },
 
     /** Stops the worker started by `startWorker`, letting its jobs in flight finish. */

@@ -45,8 +45,6 @@ const FANOUT_EVENTS = Math.max(1, Math.round(BURST_EVENTS / FANOUT_RECEIVERS));
 const BURST_EMIT_CONCURRENCY = 8;
 const STEADY_PER_SECOND = 500;
 const STEADY_SECONDS = 3;
-// The service worker's default concurrency (src/jobs/worker.ts): the baseline sends as many at once.
-const BASELINE_CONCURRENCY = 16;
 // Generous (a floor of 100 deliveries a second): a scenario that stalls fails the bench with what had
 // arrived, instead of hanging it.
 const ARRIVAL_TIMEOUT_MS = Math.max(50_000, BURST_EVENTS * 10);
@@ -137,12 +135,18 @@ async function deliver(
   };
 }
 
-/** `total` raw POSTs of `body`, BASELINE_CONCURRENCY at a time, round-robin over `urls`. */
-async function rawPosts(agent: Agent, urls: string[], total: number, body: string, headers: Record<string, string>): Promise<number> {
+/** `total` raw POSTs of `body`, `concurrency` at a time (the worker's), round-robin over `urls`. */
+async function rawPosts(
+  agent: Agent,
+  options: { urls: string[]; total: number; concurrency: number },
+  body: string,
+  headers: Record<string, string>,
+): Promise<number> {
+  const { urls, total } = options;
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: BASELINE_CONCURRENCY }, async () => {
+    Array.from({ length: options.concurrency }, async () => {
       while (next < total) {
         const url = urls[next++ % urls.length]!;
         const response = await request(url, { method: 'POST', body, headers, dispatcher: agent });
@@ -158,7 +162,7 @@ async function baseline(
   agent: Agent,
   receivers: BenchServer,
   name: string,
-  options: { urls: string[]; total: number; sample: NonNullable<ReceiptSummary['sample']> },
+  options: { urls: string[]; total: number; concurrency: number; sample: NonNullable<ReceiptSummary['sample']> },
 ): Promise<Scenario> {
   // What the sender itself sets, plus the service's own headers; undici adds host and length.
   const headers: Record<string, string> = {};
@@ -166,10 +170,10 @@ async function baseline(
     if (header === 'content-type' || header === 'user-agent' || header.startsWith('service-')) headers[header] = value;
   }
   // Warmed up as the service is: as many POSTs as it measures.
-  await rawPosts(agent, options.urls, options.total, options.sample.body, headers);
+  await rawPosts(agent, options, options.sample.body, headers);
   await receivers.call('reset');
   const cpu = startCpuClock(process.pid);
-  const ms = await rawPosts(agent, options.urls, options.total, options.sample.body, headers);
+  const ms = await rawPosts(agent, options, options.sample.body, headers);
   const cpuUsPerDelivery = cpu.usPer(options.total);
   checkArrivals(name, await receivers.call<ReceiptSummary>('waitFor', { total: options.total, timeoutMs: ARRIVAL_TIMEOUT_MS }), options.total, false);
   // Every request's round trip is part of `ms`; per-request latency would only repeat the receiver's.
@@ -196,12 +200,12 @@ await runBench('webhooks', async () => {
   const app = await startApp({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
   const single = await organizationWithEndpoints(app, 'one@example.com', urls.slice(0, 1));
   const fanout = await organizationWithEndpoints(app, 'ten@example.com', urls);
-  const worker = await app.call<{ concurrency: number | 'default'; pollMs: number | 'default' }>('startWorker', workerOptions);
+  const worker = await app.call<{ concurrency: number; pollMs: number | 'default' }>('startWorker', workerOptions);
 
   console.log(
     `webhooks: contact.created events emitted in the service, delivered by its worker (concurrency ${worker.concurrency}, ` +
       `poll ${worker.pollMs}${worker.pollMs === 'default' ? '' : ' ms'}) to loopback receivers in another process; store: ${app.store}; ` +
-      `baseline: raw undici POSTs of the same body, ${BASELINE_CONCURRENCY} at a time, from the bench process`,
+      `baseline: raw undici POSTs of the same body, ${worker.concurrency} at a time (the worker's concurrency), from the bench process`,
   );
 
   // Thrown away: compiles the emit and delivery paths and opens the worker's connections. Each
@@ -246,7 +250,9 @@ await runBench('webhooks', async () => {
         emitConcurrency: BURST_EMIT_CONCURRENCY,
       }),
     );
-    rows.push(await baseline(agent, receivers, `  raw POSTs, 1 receiver`, { urls: urls.slice(0, 1), total: BURST_EVENTS, sample }));
+    rows.push(
+      await baseline(agent, receivers, `  raw POSTs, 1 receiver`, { urls: urls.slice(0, 1), total: BURST_EVENTS, concurrency: worker.concurrency, sample }),
+    );
     rows.push(
       await deliver(app, receivers, `burst, ${FANOUT_EVENTS} events x ${FANOUT_RECEIVERS} receivers`, {
         organizationId: fanout,
@@ -255,7 +261,14 @@ await runBench('webhooks', async () => {
         emitConcurrency: BURST_EMIT_CONCURRENCY,
       }),
     );
-    rows.push(await baseline(agent, receivers, `  raw POSTs, ${FANOUT_RECEIVERS} receivers`, { urls, total: FANOUT_EVENTS * FANOUT_RECEIVERS, sample }));
+    rows.push(
+      await baseline(agent, receivers, `  raw POSTs, ${FANOUT_RECEIVERS} receivers`, {
+        urls,
+        total: FANOUT_EVENTS * FANOUT_RECEIVERS,
+        concurrency: worker.concurrency,
+        sample,
+      }),
+    );
   } finally {
     await agent.close();
   }

@@ -535,6 +535,8 @@ export function createWorker(options: WorkerOptions) {
 
   return {
     id: workerId,
+    /** Jobs run at once. */
+    concurrency,
 
     register<D extends JobDefinition>(definition: D, handler: JobHandler<D>): void {
       if (!catalog.has(definition.name)) throw new Error(`job ${definition.name} is not in the catalogue (src/jobs/catalog.ts)`);
