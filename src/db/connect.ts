@@ -2,12 +2,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect, sql, type Dialect as KyselyDialect, type LogEvent, type Transaction } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import pg from 'pg';
 import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite.ts';
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
 import { JoiningDialect, type CommitWithRequests, type RequestTransaction } from './request-transaction.ts';
 import type { Database } from './schema.ts';
+import { pgDriver } from './pg-driver.ts';
 import { createWakeSignal, type WakeSignal } from './wake-signal.ts';
 
 /** The root handle, or a transaction: what a store function runs its query on. */
@@ -65,7 +65,7 @@ const NUMERIC_OID = 1700;
 // here is a count far below 2^53, so numbers are what the rest of the code expects on both backends.
 const pgTypes = {
   getTypeParser: (oid: number, format?: 'text' | 'binary') =>
-    (oid === INT8_OID || oid === NUMERIC_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as (value: string) => unknown,
+    (oid === INT8_OID || oid === NUMERIC_OID ? (value: string) => Number(value) : pgDriver().types.getTypeParser(oid, format)) as (value: string) => unknown,
 };
 
 function queryLogger(options: StoreOptions): ((event: LogEvent) => void) | undefined {
@@ -75,7 +75,7 @@ function queryLogger(options: StoreOptions): ((event: LogEvent) => void) | undef
 
 export function openStore(options: StoreOptions): Store {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({
+    const pool = new (pgDriver().Pool)({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       // Without it, a connection the database never answers is waited for without end, and every

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from './pg-driver.ts';
 
 /**
  * A signal between the processes that share a PostgreSQL store: `NOTIFY` on one channel, heard by
@@ -109,7 +110,7 @@ class Listener {
 
   async #connect(): Promise<void> {
     if (this.#stopped) return;
-    const client = new pg.Client(this.#connection);
+    const client = new (pgDriver().Client)(this.#connection);
     this.#client = client;
     const lost = () => {
       if (this.#client !== client) return;
