@@ -3,7 +3,13 @@ import { describe, it } from 'node:test';
 import { ManualClock, MINUTE } from '../../lib/clock.ts';
 import { QueuedEnvelopes, toSendable, type SendableEvent } from './envelope-cache.ts';
 
-const sendable = (id: string, size = 10): SendableEvent => ({ id, type: 'contact.created', organizationId: 'org_1', connectionId: null, body: 'x'.repeat(size) });
+const sendable = (id: string, size = 10): SendableEvent => ({
+  id,
+  type: 'contact.created',
+  organizationId: 'org_1',
+  connectionId: null,
+  body: 'x'.repeat(size),
+});
 
 describe('the events queued for delivery in this process', () => {
   it('takes the bytes a delivery sends and the fields its headers and row name', () => {

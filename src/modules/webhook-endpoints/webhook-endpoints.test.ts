@@ -275,7 +275,10 @@ describe('webhook endpoints', () => {
       counted.clock.advance(6 * SECOND);
       await counted.app.worker.drain();
       assert.equal(eventReads, 1, 'let go once its five deliveries had run');
-      assert.deepEqual(new Set(bodiesOf(failing.id)), new Set([JSON.stringify(await counted.app.services.events.find(counted.app.store.db, team.organizationId, failing.id))]));
+      assert.deepEqual(
+        new Set(bodiesOf(failing.id)),
+        new Set([JSON.stringify(await counted.app.services.events.find(counted.app.store.db, team.organizationId, failing.id))]),
+      );
       assert.equal(bodiesOf(failing.id).length, 10, 'five failed attempts, five retries');
     });
 
