@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { CheckpointResult } from './sqlite-checkpoint-round.ts';
+import type { CheckpointResult } from './sqlite-checkpoint-round.js';
 
 /**
  * WAL checkpoints, off the request path. SQLite's automatic checkpoint runs inside the commit that
@@ -15,9 +15,10 @@ import type { CheckpointResult } from './sqlite-checkpoint-round.ts';
  * service, a fraction of a millisecond under a light load, but 80–110 ms a second under the send
  * bench's load, three quarters of it waiting on fsync. So the first round that finds more than
  * `threadAfterPages` pages in the WAL moves the file's checkpoints to a thread
- * (`sqlite-checkpoint-worker.ts`), one per process, which holds a connection of its own to each such
- * file and costs the requests nothing but the second core's time. The thread costs about 20 MiB of
- * resident memory, which a process that never sees such a load never pays.
+ * (`sqlite-checkpoint-worker.js`), one per process, which holds a connection of its own to each such
+ * file and costs the requests nothing but the second core's time. The thread costs 16 MiB of
+ * resident memory, which a process that never sees such a load never pays (its files are JavaScript,
+ * so that it starts no TypeScript stripper of its own).
  */
 export interface CheckpointOptions {
   /** How often a round runs; 0 leaves SQLite's automatic checkpoints on. */
@@ -74,7 +75,7 @@ function ask(message: (request: number) => CheckpointerMessage): Promise<Checkpo
 
 function checkpointThread(): Worker {
   if (thread) return thread;
-  const started = new Worker(new URL('./sqlite-checkpoint-worker.ts', import.meta.url));
+  const started = new Worker(new URL('./sqlite-checkpoint-worker.js', import.meta.url));
   started.on('message', (reply: CheckpointerReply) => {
     waiting.get(reply.request)?.(reply.result);
     waiting.delete(reply.request);

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { constants, DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { SqliteDialect, SqliteQueryCompiler, type LimitNode, type QueryCompiler, type SqliteDatabase, type SqliteStatement } from 'kysely';
-import { checkpointRound, type CheckpointResult } from './sqlite-checkpoint-round.ts';
+import { checkpointRound, type CheckpointResult } from './sqlite-checkpoint-round.js';
 import { DEFAULT_CHECKPOINTS, startCheckpoints, type CheckpointOptions, type Checkpoints } from './sqlite-checkpoints.ts';
 
 /**
