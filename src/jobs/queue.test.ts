@@ -421,6 +421,34 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       await worker.stop();
     });
 
+    it("a claim beside a settle that fails leaves the settle's outcomes recorded; the jobs it took come back with their lease", async (t) => {
+      let failClaims = false;
+      const counted = await createTestStore(t, {
+        onQuery: (sql) => {
+          // Thrown after the statement ran, as an answer lost on its way back would be.
+          if (failClaims && isClaim(sql)) throw new Error('the claim’s answer was lost');
+        },
+      });
+      const errors: string[] = [];
+      const log = { error: (_: object, message: string) => void errors.push(message), warn: () => undefined };
+      const { queue, worker, db } = setup({ concurrency: 2, store: counted, log, leaseMs: 60_000 });
+      const { gate, open } = gated();
+      worker.register(Tick, () => gate);
+      const ids = await db.transaction().execute(async (trx) => Promise.all(Array.from({ length: 4 }, (_, n) => queue.enqueue(trx, Tick, { n }))));
+      worker.start();
+      await waitFor(async () => (await statuses(db, ids)).filter((status) => status === 'running').length === 2, { message: 'the worker to claim two' });
+      const first = (await counted.store.db.selectFrom('jobs').select('id').where('status', '=', 'running').execute()).map((row) => row.id);
+      failClaims = true;
+      open();
+      await waitFor(async () => (await statuses(db, first)).every((status) => status === 'succeeded'), { message: 'the first two to be settled' });
+      assert.ok(errors.includes('claiming jobs beside a settle failed; the loop claims instead'), errors.join('\n'));
+      failClaims = false;
+      // The failed claim's jobs are the worker's until their lease ends, as any claim whose answer was lost.
+      clock.advance(61_000);
+      await waitFor(async () => (await statuses(db, ids)).every((status) => status === 'succeeded'), { message: 'all four jobs to succeed' });
+      await worker.stop();
+    });
+
     /**
      * Three gated jobs take three of four slots (a short claim, so no backlog is known); a fourth is
      * enqueued, and `announced` wakes the worker as the service's queue does after the enqueue

@@ -327,7 +327,7 @@ export function createWorker(options: WorkerOptions) {
         try {
           const claimed = await commitWithRequests(async () => {
             await db.transaction().execute((trx) => settleBatchIn(trx, batch));
-            return refill > 0 ? claimWith(db, refill) : [];
+            return refill > 0 ? claimBeside(refill) : [];
           });
           if (claimed.length === refill && refill > 0) backlog = true;
           // Started before the batch's slots are given back, so that those slots see them.
@@ -344,6 +344,20 @@ export function createWorker(options: WorkerOptions) {
       }
     } finally {
       flushing = false;
+    }
+  }
+
+  /**
+   * The claim of a settle transaction, after its writes. Its failure is not the settle's: the outcomes
+   * stay recorded (on PostgreSQL they are committed already), and the loop claims instead.
+   */
+  async function claimBeside(limit: number): Promise<JobsTable[]> {
+    try {
+      return await claimWith(db, limit);
+    } catch (error) {
+      backlog = true;
+      log.error({ err: error }, 'claiming jobs beside a settle failed; the loop claims instead');
+      return [];
     }
   }
 
