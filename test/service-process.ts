@@ -18,13 +18,22 @@ export interface ServiceProcess {
 }
 
 /**
+ * The suite's compile cache (package.json's test scripts), so that a service process reads its
+ * modules from it instead of stripping and compiling them all again: a run starts hundreds.
+ */
+function compileCache(): Record<string, string> {
+  const directory = process.env.NODE_COMPILE_CACHE;
+  return directory ? { NODE_COMPILE_CACHE: path.resolve(directory) } : {};
+}
+
+/**
  * Starts the service with only `env` (and PATH), so the developer's own environment cannot leak in;
  * killed with SIGKILL when `scope` ends if it still runs, so no process outlives its test, and
  * before `store` (the test store it runs on, by `storeEnv`) is dropped.
  */
 export function spawnService(scope: Scope, env: Record<string, string>, store?: TestStore): ServiceProcess {
   const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? '', PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST, ...env },
+    env: { PATH: process.env.PATH ?? '', PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST, ...compileCache(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const kill = async () => {
