@@ -36,7 +36,7 @@ const KILL_ROUNDS = 4;
 
 const skip = !usingPostgres && 'needs TEST_DATABASE_URL';
 
-/** TEST_DATABASE_URL under an `application_name` of its own: how the test finds the service's connections. */
+/** The store's database under an `application_name` of its own: how the test finds the service's connections. */
 function named(url: URL, applicationName: string): URL {
   const named = new URL(url);
   named.searchParams.set('application_name', applicationName);
@@ -44,7 +44,7 @@ function named(url: URL, applicationName: string): URL {
 }
 
 interface DatabaseProxy {
-  /** TEST_DATABASE_URL through the proxy. */
+  /** The store's database through the proxy. */
   url: URL;
   /** Drops every connection through the proxy, and holds new ones unanswered until `resume`. */
   cut(): void;
@@ -52,9 +52,9 @@ interface DatabaseProxy {
   resume(): void;
 }
 
-/** A loopback TCP proxy to TEST_DATABASE_URL's server, closed when `scope` ends. */
-async function startDatabaseProxy(scope: Scope): Promise<DatabaseProxy> {
-  const target = new URL(process.env.TEST_DATABASE_URL!);
+/** A loopback TCP proxy to the test store's database server, closed when `scope` ends. */
+async function startDatabaseProxy(scope: Scope, store: TestStore): Promise<DatabaseProxy> {
+  const target = new URL(store.databaseUrl!);
   const open = new Set<Socket>();
   const held = new Set<Socket>();
   let down = false;
@@ -326,7 +326,7 @@ describe('a database fault under load', () => {
   it('connections the database kills under load: every write is answered, the service recovers, nothing is lost', { skip }, async (t) => {
     const direct = await createTestStore(t);
     const applicationName = `dbfault_${randomBytes(6).toString('hex')}`;
-    const service = await startService(t, direct, { url: named(new URL(process.env.TEST_DATABASE_URL!), applicationName) });
+    const service = await startService(t, direct, { url: named(new URL(direct.databaseUrl!), applicationName) });
     let lastKill = 0;
     const sent = await duringWrites(service, async (load) => {
       for (let round = 0; round < KILL_ROUNDS; round++) {
@@ -352,7 +352,7 @@ describe('a database fault under load', () => {
 
   it('the database unreachable for 3 s under load: writes are refused with 503 meanwhile, served within 5 s of its return, none lost', { skip }, async (t) => {
     const direct = await createTestStore(t);
-    const proxy = await startDatabaseProxy(t);
+    const proxy = await startDatabaseProxy(t, direct);
     // Shorter than the outage, so that the writes it holds up are answered while it lasts.
     const service = await startService(t, direct, { url: proxy.url, connectTimeoutMs: CONNECT_TIMEOUT_MS });
     let refusedDuringOutage = 0;

@@ -1,9 +1,9 @@
 /**
  * The test harness: a real listening server on a fresh store, talked to over HTTP.
  *
- * The store is a temporary SQLite file by default. With TEST_DATABASE_URL set, each server gets its
- * own PostgreSQL schema, dropped when the server closes; if that database cannot be reached the
- * test fails (it never quietly falls back to SQLite).
+ * The store is a temporary SQLite file by default. With TEST_DATABASE_URL set, each server gets a
+ * PostgreSQL database of its own (pg-test-database.ts), dropped when the server closes; if that
+ * server cannot be reached the test fails (it never quietly falls back to SQLite).
  *
  * Everything here that opens something takes a `Scope` first and registers its own clean-up there,
  * so no test closes a server or a store by hand: see docs/testing.md.
@@ -11,13 +11,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { after } from 'node:test';
-import { sql } from 'kysely';
 import { createApp, type App } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config/config.ts';
 import { migrateToLatest, openStore, type Store, type StoreOptions } from '../src/db/connect.ts';
 import { ManualClock } from '../src/lib/clock.ts';
+import { createPgTestDatabase } from './pg-test-database.ts';
 
 /**
  * Where a test's resources register their clean-up. A test's own context (`async (t) => …`) is one;
@@ -58,7 +57,9 @@ function once(close: () => Promise<void>): () => Promise<void> {
 
 export interface TestStore {
   store: Store;
+  /** On PostgreSQL: the schema the store's tables are in, and the URL of the database of its own that holds it. */
   schema: string | undefined;
+  databaseUrl: string | undefined;
   dataDir: string;
   /** Closes what shares this store (servers started with `shareStore`), then drops it. */
   destroy(): Promise<void>;
@@ -85,17 +86,25 @@ type QueryWatchers = Pick<StoreOptions, 'onQuery' | 'onRecompile'>;
 
 async function openTestStore(options: QueryWatchers): Promise<TestStore> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-'));
-  const databaseUrl = process.env.TEST_DATABASE_URL;
-  const schema = databaseUrl ? `test_${randomBytes(6).toString('hex')}` : undefined;
-  const store = openStore({ databaseUrl, dataDir, schema, poolSize: 5, onQuery: options.onQuery, onRecompile: options.onRecompile });
+  const database = usingPostgres ? await createPgTestDatabase() : undefined;
+  const schema = database?.schema;
+  const store = openStore({
+    databaseUrl: database?.databaseUrl,
+    dataDir,
+    schema,
+    poolSize: 5,
+    onQuery: options.onQuery,
+    onRecompile: options.onRecompile,
+  });
   const testStore: TestStore = {
     store,
     schema,
+    databaseUrl: database?.databaseUrl,
     dataDir,
     destroy: once(async () => {
       for (const close of sharers.get(testStore) ?? []) await close();
-      if (schema) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
       await store.close();
+      await database?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }),
   };
@@ -110,7 +119,7 @@ async function openTestStore(options: QueryWatchers): Promise<TestStore> {
 
 function openAgain(shared: TestStore, database?: StartOptions['database']): { testStore: TestStore; close: () => Promise<void> } {
   const store = openStore({
-    databaseUrl: database?.url ?? process.env.TEST_DATABASE_URL,
+    databaseUrl: database?.url ?? shared.databaseUrl,
     dataDir: shared.dataDir,
     schema: shared.schema,
     poolSize: 5,

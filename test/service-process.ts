@@ -51,12 +51,12 @@ export function spawnService(scope: Scope, env: Record<string, string>, store?: 
   return { child, output: () => output };
 }
 
-/** What puts a service process on a test's store: its SQLite file, or its PostgreSQL schema and master key. */
+/** What puts a service process on a test's store: its SQLite file, or its PostgreSQL database, schema and master key. */
 export function storeEnv(testStore: TestStore): Record<string, string> {
-  const { dataDir, schema } = testStore;
-  if (!schema) return { DATA_DIR: dataDir };
+  const { dataDir, schema, databaseUrl } = testStore;
+  if (!schema || !databaseUrl) return { DATA_DIR: dataDir };
   // pg applies `options` from the connection string, so the process lands in the test's schema.
-  const url = new URL(process.env.TEST_DATABASE_URL!);
+  const url = new URL(databaseUrl);
   url.searchParams.set('options', `-c search_path=${schema}`);
   return { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: readFileSync(path.join(dataDir, 'master.key'), 'utf8').trim() };
 }
