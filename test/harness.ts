@@ -129,7 +129,7 @@ function openAgain(shared: TestStore, database?: StartOptions['database']): { te
   return { testStore: { ...shared, store, destroy: close }, close };
 }
 
-/** A fresh, migrated store: its own SQLite file, or its own PostgreSQL schema; dropped when `scope` ends. */
+/** A fresh, migrated store: its own SQLite file, or its own PostgreSQL database; dropped when `scope` ends. */
 export async function createTestStore(scope: Scope, options: QueryWatchers = {}): Promise<TestStore> {
   const testStore = await openTestStore(options);
   scope.after(() => testStore.destroy());

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
-import { before, describe, it } from 'node:test';
+import { before, describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { compileOnce } from './compiled-query.ts';
-import { isStoreReady, openStore } from './connect.ts';
+import { isStoreReady, migrateToLatest, openStore } from './connect.ts';
 import { createTestStore, suiteScope, usingPostgres, type TestStore } from '../../test/harness.ts';
 import { rejectionOf } from '../../test/rejection.ts';
 import { waitFor } from '../../test/wait.ts';
@@ -149,6 +149,47 @@ describe(`the store (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
       assert.equal(rows[0]!.one, 1);
     },
   );
+});
+
+describe('a migration on PostgreSQL whose catalog scan meets another schema being dropped', () => {
+  const skip = !usingPostgres && 'needs TEST_DATABASE_URL';
+
+  /**
+   * A schema of its own in a test store's database, migrated from nothing by `migrateToLatest`, where
+   * the first catalog scan of Kysely's migrator fails with `code` (thrown once it ran, as PostgreSQL
+   * answers when a schema it was reading is dropped under it). Each test's own database holds no
+   * other schema being dropped, so the failure is made here rather than waited for.
+   */
+  async function migrateFailingFirstScan(t: TestContext, code: string): Promise<{ migrated: Promise<void>; scans: () => number }> {
+    const host = await createTestStore(t);
+    const schema = `${host.schema!}_again`;
+    let scans = 0;
+    const store = openStore({
+      databaseUrl: host.databaseUrl,
+      dataDir: host.dataDir,
+      schema,
+      poolSize: 1,
+      onQuery: (text) => {
+        if (!text.includes('"pg_catalog"."pg_attribute"')) return;
+        if (++scans === 1) throw Object.assign(new Error(`a catalog scan failed with ${code}`), { code });
+      },
+    });
+    t.after(() => store.close());
+    return { migrated: migrateToLatest(store, schema).then(async () => assert.equal(await isStoreReady(store), true)), scans: () => scans };
+  }
+
+  it('tries again: nothing was applied when the scan failed', { skip }, async (t) => {
+    const { migrated, scans } = await migrateFailingFirstScan(t, '3F000');
+    await migrated;
+    assert.ok(scans() > 1, `the catalog was scanned ${scans()} time(s)`);
+  });
+
+  it('any other failure is not tried again', { skip }, async (t) => {
+    const { migrated, scans } = await migrateFailingFirstScan(t, '42501');
+    const failure = await rejectionOf(migrated);
+    assert.match(String(failure), /catalog scan failed with 42501/);
+    assert.equal(scans(), 1);
+  });
 });
 
 describe('a PostgreSQL store whose database does not answer', () => {

@@ -59,7 +59,7 @@ export interface Answer {
 }
 
 /**
- * A fresh store for a sandbox (its own SQLite file, or its own PostgreSQL schema when
+ * A fresh store for a sandbox (its own SQLite file, or its own PostgreSQL database when
  * TEST_DATABASE_URL is set), dropped when the test ends.
  */
 export async function sandboxStore(t: TestContext): Promise<SandboxStore> {
