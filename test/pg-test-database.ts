@@ -86,6 +86,11 @@ async function buildTemplate(): Promise<string> {
 
 let template: Promise<string> | undefined;
 
+/** Ends any connection still open to it, then drops it. */
+async function dropDatabase(name: string): Promise<void> {
+  await withAdmin((client) => client.query(`drop database if exists ${name} with (force)`));
+}
+
 export interface PgTestDatabase {
   /** Where the store connects: its own database. */
   databaseUrl: string;
@@ -106,12 +111,8 @@ export async function createPgTestDatabase(): Promise<PgTestDatabase> {
   try {
     await withAdmin((client) => client.query(`alter schema ${TEMPLATE_SCHEMA} rename to ${name}`), name);
   } catch (error) {
-    await withAdmin((client) => client.query(`drop database if exists ${name} with (force)`));
+    await dropDatabase(name);
     throw error;
   }
-  return {
-    databaseUrl: urlOf(name),
-    schema: name,
-    drop: () => withAdmin((client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
-  };
+  return { databaseUrl: urlOf(name), schema: name, drop: () => dropDatabase(name) };
 }
