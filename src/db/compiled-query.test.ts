@@ -137,6 +137,34 @@ describe(`compiled queries (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => 
       assert.equal(row?.metadata, '{"b":2}');
     });
 
+    it('tells apart the same columns given in another order, each value landing in its own column', async () => {
+      const { db } = testStore.store;
+      // The two orders are two shapes whose SQL lists the columns differently: a call matched to the
+      // other order's shape would put the name in `metadata` and the metadata in `name`.
+      for (const round of [1, 2, 3]) {
+        await renameOrganization.run(db, { id: 'org_17', changes: { name: `Name ${round}`, metadata: `{"round":${round}}` } });
+        assert.deepEqual(await findOrganization.first(db, { id: 'org_17' }).then((row) => [row?.name, row?.metadata]), [`Name ${round}`, `{"round":${round}}`]);
+        await renameOrganization.run(db, { id: 'org_17', changes: { metadata: `{"again":${round}}`, name: `Again ${round}` } });
+        assert.deepEqual(await findOrganization.first(db, { id: 'org_17' }).then((row) => [row?.name, row?.metadata]), [
+          `Again ${round}`,
+          `{"again":${round}}`,
+        ]);
+      }
+    });
+
+    it('answers right across many shapes of one site, each met again after the others', async () => {
+      const { db } = testStore.store;
+      const counts = Array.from({ length: 20 }, (_, index) => index + 1);
+      for (const count of [...counts, ...[...counts].reverse(), ...counts.filter((count) => count % 3 === 0)]) {
+        const ids = Array.from({ length: count }, (_, index) => `org_${String(19 - index).padStart(2, '0')}`).reverse();
+        assert.deepEqual(
+          (await findOrganizations.all(db, { ids })).map((row) => row.id),
+          ids,
+          `${count} ids`,
+        );
+      }
+    });
+
     it('pages like paginate, in both directions and with a cursor', async () => {
       const { db } = testStore.store;
       const filters: AuditFilters = { organizationId: 'org_00', action: 'key.created', targetId: undefined };
