@@ -1,8 +1,9 @@
 /** The service as a process: start-up configuration errors and graceful shutdown on SIGTERM. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { once } from 'node:events';
 import { after, describe, it, type TestContext } from 'node:test';
 import { spawnSync } from 'node:child_process';
@@ -40,6 +41,30 @@ describe('the service process', () => {
     assert.equal(run.stdout, 'ran');
     const bogus = spawnSync(process.execPath, ['--heap-growing-percent-bogus=1', '-e', '0'], { encoding: 'utf8' });
     assert.notEqual(bogus.status, 0, 'an unknown flag must stop node, or the check above proves nothing');
+  });
+
+  it('npm start keeps the app’s stripped TypeScript, and a second start loads it without starting the stripper', () => {
+    const { env, nodeArgs } = startCommand();
+    const cacheDir = mkdtempSync(path.join(tmpdir(), 'msgsvc-strip-types-'));
+    dirs.push(cacheDir);
+    // The whole app's module graph, as main.ts loads it, from outside the project's root.
+    const load = `await import(${JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, '../src/app.ts')).href)});
+      process.stdout.write(String(process.moduleLoadList.some((name) => name.includes('amaro'))));`;
+    // Without the test suite's compile cache, which would spare the stripper too.
+    const { NODE_COMPILE_CACHE: _suiteCache, ...outside } = process.env;
+    const start = () =>
+      spawnSync(process.execPath, [...nodeArgs, '--input-type=module', '-e', load], {
+        cwd: tmpdir(),
+        env: { ...outside, ...env, STRIP_TYPES_CACHE_DIR: cacheDir },
+        encoding: 'utf8',
+      });
+    const first = start();
+    assert.equal(first.status, 0, first.stderr);
+    assert.equal(first.stdout, 'true', 'the first start strips the files');
+    assert.ok(readdirSync(cacheDir).length > 100, 'and keeps each of them');
+    const second = start();
+    assert.equal(second.status, 0, second.stderr);
+    assert.equal(second.stdout, 'false', 'the second start reads what the first kept');
   });
 
   for (const [variable, value] of [
