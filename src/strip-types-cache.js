@@ -12,7 +12,9 @@
  * (fifteenth pass).
  *
  * A file is kept under the hash of its text and of the Node version (whose stripper made it), so an
- * edited file is stripped again, never served stale. The stripping is Node's own
+ * edited file is stripped again, never served stale. Nothing is removed: the directory grows by a
+ * file for each edit until `npm ci` (or anyone) clears it, and a cleared directory is refilled by the
+ * next start. The stripping is Node's own
  * (`module.stripTypeScriptTypes`, in the mode Node uses), which replaces each type with spaces: lines
  * and columns stay where they were, and stack traces point into the `.ts` file as before. A cache
  * that cannot be written (a read-only deployment) only means stripping on every start, as without
