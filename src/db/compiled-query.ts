@@ -84,18 +84,23 @@ type Pattern =
 const LEAF: Pattern = { kind: 'leaf' };
 
 function patternOf(value: unknown): Pattern {
-  if (isShapeValue(value)) return { kind: 'same', value };
-  if (Array.isArray(value)) return { kind: 'array', items: (value as unknown[]).map(patternOf) };
-  if (typeof value === 'object' && value !== null && isPlainObject(value)) {
-    const keys: string[] = [];
-    const values: Pattern[] = [];
-    for (const name in value) {
-      keys.push(name);
-      values.push(patternOf((value as Record<string, unknown>)[name]));
+  switch (kindOf(value)) {
+    case 'same':
+      return { kind: 'same', value };
+    case 'array':
+      return { kind: 'array', items: (value as unknown[]).map(patternOf) };
+    case 'object': {
+      const keys: string[] = [];
+      const values: Pattern[] = [];
+      for (const name in value as object) {
+        keys.push(name);
+        values.push(patternOf((value as Record<string, unknown>)[name]));
+      }
+      return { kind: 'object', keys, values };
     }
-    return { kind: 'object', keys, values };
+    case 'leaf':
+      return LEAF;
   }
-  return LEAF;
 }
 
 /**
@@ -104,24 +109,23 @@ function patternOf(value: unknown): Pattern {
  * a string as long as its column names times its rows, made and dropped on every call.
  */
 function matches(value: unknown, pattern: Pattern, leaves: unknown[]): boolean {
+  if (kindOf(value) !== pattern.kind) return false;
   switch (pattern.kind) {
     case 'same':
       return value === pattern.value;
     case 'leaf':
-      if (isShapeValue(value) || Array.isArray(value) || (typeof value === 'object' && value !== null && isPlainObject(value))) return false;
       leaves.push(value);
       return true;
     case 'array': {
       const { items } = pattern;
-      if (!Array.isArray(value) || value.length !== items.length) return false;
+      if ((value as unknown[]).length !== items.length) return false;
       for (let index = 0; index < items.length; index++) if (!matches((value as unknown[])[index], items[index]!, leaves)) return false;
       return true;
     }
     case 'object': {
-      if (typeof value !== 'object' || value === null || Array.isArray(value) || !isPlainObject(value)) return false;
       const { keys, values } = pattern;
       let index = 0;
-      for (const name in value) {
+      for (const name in value as object) {
         if (index === keys.length || name !== keys[index]) return false;
         if (!matches((value as Record<string, unknown>)[name], values[index]!, leaves)) return false;
         index++;
@@ -142,36 +146,56 @@ function isShapeValue(value: unknown): boolean {
 }
 
 /**
+ * How the parameters' walkers (`walk`, `withMarkers`, `patternOf`, `matches`) treat a value, decided
+ * here once so that they cannot disagree: a shape value, an array, a plain object, or a leaf.
+ */
+function kindOf(value: unknown): Pattern['kind'] {
+  if (isShapeValue(value)) return 'same';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'object' && value !== null && isPlainObject(value)) return 'object';
+  return 'leaf';
+}
+
+/**
  * Walks the parameters in one fixed order (object keys in their order, array items in theirs) and
  * answers the shape's key; `leaf` receives every value that becomes a marker, in that order.
  */
 function walk(value: unknown, leaf: (value: unknown) => void): string {
-  if (isShapeValue(value)) return value === undefined ? 'u' : value === null ? 'n' : value === '' ? 'e' : value === 0 ? 'z' : value ? 't' : 'f';
-  if (Array.isArray(value)) {
-    let key = '[';
-    for (const item of value as unknown[]) key += walk(item, leaf) + ',';
-    return key + ']';
+  switch (kindOf(value)) {
+    case 'same':
+      return value === undefined ? 'u' : value === null ? 'n' : value === '' ? 'e' : value === 0 ? 'z' : value ? 't' : 'f';
+    case 'array': {
+      let key = '[';
+      for (const item of value as unknown[]) key += walk(item, leaf) + ',';
+      return key + ']';
+    }
+    case 'object': {
+      let key = '{';
+      // Length-prefixed, so that no key (however it is spelt) reads as the end of another.
+      for (const name in value as object) key += name.length + ':' + name + walk((value as Record<string, unknown>)[name], leaf) + ',';
+      return key + '}';
+    }
+    case 'leaf':
+      leaf(value);
+      return 'v';
   }
-  if (typeof value === 'object' && value !== null && isPlainObject(value)) {
-    let key = '{';
-    // Length-prefixed, so that no key (however it is spelt) reads as the end of another.
-    for (const name in value) key += name.length + ':' + name + walk((value as Record<string, unknown>)[name], leaf) + ',';
-    return key + '}';
-  }
-  leaf(value);
-  return 'v';
 }
 
 /** The parameters as `build` sees them: the same structure, each leaf value a marker. */
 function withMarkers(value: unknown, next: { index: number }): unknown {
-  if (isShapeValue(value)) return value;
-  if (Array.isArray(value)) return (value as unknown[]).map((item) => withMarkers(item, next));
-  if (typeof value === 'object' && value !== null && isPlainObject(value)) {
-    const copy: Record<string, unknown> = {};
-    for (const name in value) copy[name] = withMarkers((value as Record<string, unknown>)[name], next);
-    return copy;
+  switch (kindOf(value)) {
+    case 'same':
+      return value;
+    case 'array':
+      return (value as unknown[]).map((item) => withMarkers(item, next));
+    case 'object': {
+      const copy: Record<string, unknown> = {};
+      for (const name in value as object) copy[name] = withMarkers((value as Record<string, unknown>)[name], next);
+      return copy;
+    }
+    case 'leaf':
+      return new Marker(next.index++);
   }
-  return new Marker(next.index++);
 }
 
 function dialectOf(adapter: DialectAdapter): Dialect {
