@@ -5,7 +5,7 @@
  *
  * Why: Node strips types with a WebAssembly build of SWC, which it instantiates in the process on
  * the first `.ts` file it loads and keeps for the process's life. The instance and its memory, with
- * each file's text held twice while it loads, were 17 MiB of the service's idle 143–145 MiB
+ * each file's text held twice while it loads, were about 17 MiB of the service's idle 142–147 MiB
  * resident (docs/benchmarks.md, sixteenth pass). A process that finds every file kept never starts
  * the stripper. Node's own compile cache would also keep the stripped text, but it keeps V8's code
  * for every function as well and loads it all at start: a warm start idled 10 MiB higher, not lower
@@ -14,9 +14,9 @@
  * A file is kept under the hash of its text and of the Node version (whose stripper made it), so an
  * edited file is stripped again, never served stale. Nothing is removed: the directory grows by a
  * file for each edit until `npm ci` (or anyone) clears it, and a cleared directory is refilled by the
- * next start. The stripping is Node's own
- * (`module.stripTypeScriptTypes`, in the mode Node uses), which replaces each type with spaces: lines
- * and columns stay where they were, and stack traces point into the `.ts` file as before. A cache
+ * next start. The stripping is Node's own (`module.stripTypeScriptTypes`, in the mode Node uses),
+ * which replaces each type with spaces: lines and columns stay where they were, and stack traces
+ * point into the `.ts` file as before. A cache
  * that cannot be written (a read-only deployment) only means stripping on every start, as without
  * it. Files under `node_modules` are left to Node, which refuses to strip them anyway.
  *
