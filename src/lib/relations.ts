@@ -9,15 +9,22 @@ export interface Relation<T> {
   load: (ids: string[]) => Promise<Map<string, unknown>>;
 }
 
+/**
+ * The relations come out in the order `relations` declares them, which is the response schema's:
+ * the hot reads write their answers with `JSON.stringify` (http/native-json.ts), which writes an
+ * object's fields in the order they were added, whatever order the caller named them in.
+ */
 export async function embedRelations<T extends object>(items: T[], requested: readonly string[], relations: Record<string, Relation<T>>): Promise<T[]> {
   if (requested.length === 0 || items.length === 0) return items;
+  for (const name of requested) if (!Object.hasOwn(relations, name)) throw new Error(`unknown relation ${name}`);
   const loaded = await Promise.all(
-    requested.map(async (name) => {
-      const relation = relations[name];
-      if (!relation) throw new Error(`unknown relation ${name}`);
-      const ids = [...new Set(items.map(relation.key).filter((id): id is string => id !== null))];
-      return [name, relation, ids.length > 0 ? await relation.load(ids) : new Map<string, unknown>()] as const;
-    }),
+    Object.keys(relations)
+      .filter((name) => requested.includes(name))
+      .map(async (name) => {
+        const relation = relations[name]!;
+        const ids = [...new Set(items.map(relation.key).filter((id): id is string => id !== null))];
+        return [name, relation, ids.length > 0 ? await relation.load(ids) : new Map<string, unknown>()] as const;
+      }),
   );
   return items.map((item) => {
     const embedded = { ...item } as Record<string, unknown>;

@@ -167,6 +167,16 @@ describe('the /v1/conversations endpoints', () => {
       assert.ok(!('contact' in listed[0]!));
     });
 
+    it("writes the relations in the schema's order, whatever order they are asked in", async () => {
+      const conversation = await inbound();
+      for (const path of [`/v1/conversations/${conversation.id}?expand=last_message,contact`, `/v1/conversations?expand=last_message,contact&limit=1`]) {
+        const response = await server.request('GET', path, { token: key });
+        assert.equal(response.status, 200, response.text);
+        const item = JSON.stringify('data' in response.body ? response.body.data[0] : response.body);
+        assert.ok(item.indexOf('"contact":') < item.indexOf('"last_message":'), path);
+      }
+    });
+
     it('costs one query per relation per page, whatever the page size', async () => {
       for (let i = 0; i < 7; i++) await inbound();
       // The credential's reads are remembered across these requests (the test clock stands still), so
