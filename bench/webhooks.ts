@@ -160,6 +160,34 @@ async function deliver(
   };
 }
 
+interface Phases {
+  /** The service's CPU per event while the events were emitted and queued, the worker stopped. */
+  emitUsPerEvent: number | undefined;
+  /** Its CPU per delivery while the worker delivered them from the full queue. */
+  deliverUsPerDelivery: number | undefined;
+  deliveriesPerSec: number;
+}
+
+/**
+ * The burst to one receiver in two phases, to say where a delivery's CPU goes: every event emitted
+ * and queued with the worker stopped, then delivered from a full queue (claims of a whole batch,
+ * which a burst that races its emits does not always get).
+ */
+async function emitThenDeliver(app: BenchServer, receivers: BenchServer, organizationId: string, workerOptions: StartWorkerArgs): Promise<Phases> {
+  await receivers.call('reset');
+  await app.call('stopWorker');
+  const emitting = startCpuClock(app.pid);
+  await app.call<EmitEventsResult>('emitEvents', { organizationId, count: BURST_EVENTS, concurrency: BURST_EMIT_CONCURRENCY });
+  const emitUsPerEvent = emitting.usPer(BURST_EVENTS);
+  const delivering = startCpuClock(app.pid);
+  const started = Date.now();
+  await app.call('startWorker', workerOptions);
+  const arrived = await receivers.call<ReceiptSummary>('waitFor', { total: BURST_EVENTS, timeoutMs: ARRIVAL_TIMEOUT_MS });
+  const deliverUsPerDelivery = delivering.usPer(BURST_EVENTS);
+  checkArrivals('emitted, then delivered', arrived, BURST_EVENTS);
+  return { emitUsPerEvent, deliverUsPerDelivery, deliveriesPerSec: BURST_EVENTS / ((arrived.lastAt - started) / 1000) };
+}
+
 /** `total` raw POSTs of `body`, `concurrency` at a time (the worker's), round-robin over `urls`. */
 async function rawPosts(
   agent: Agent,
@@ -341,6 +369,7 @@ await runBench('webhooks', async () => {
   } finally {
     await agent.close();
   }
+  const phases = await emitThenDeliver(app, receivers, single, workerOptions);
   for (let round = 0; round < bursts.length; round++) rows.push(bursts[round]!, burstBases[round]!, fans[round]!, fanBases[round]!);
   // Deliveries by more than one worker process: PostgreSQL is the store several processes share (on
   // SQLite every process would queue behind one writer). A second service process on the same schema
@@ -409,6 +438,14 @@ await runBench('webhooks', async () => {
   // Per delivery, of the sending process: the service's, or the bench's own for the raw POSTs.
   printCpuResult('webhooks', burst.cpuUsPerDelivery, burstBase.cpuUsPerDelivery);
   printCpuResult('webhooks', fan.cpuUsPerDelivery, fanBase.cpuUsPerDelivery, 'fanout_server_cpu_us_per_req');
+  // Where the burst's CPU goes, against the same raw POST: emitting and queueing (no POST in it), and
+  // delivering (claim, sign, POST, record).
+  console.log(
+    `emitted with the worker stopped, then delivered from the full queue: ${phases.deliveriesPerSec.toFixed(0)} deliveries/s ` +
+      `once the worker started; CPU below against a raw POST's`,
+  );
+  printCpuResult('webhooks', phases.emitUsPerEvent, burstBase.cpuUsPerDelivery, 'emit_cpu_us_per_event');
+  printCpuResult('webhooks', phases.deliverUsPerDelivery, burstBase.cpuUsPerDelivery, 'deliver_cpu_us_per_delivery');
   console.log(`RESULT webhooks burst_p50_ms=${burst.p50Ms.toFixed(0)} burst_p99_ms=${burst.p99Ms.toFixed(0)} fanout_p99_ms=${fan.p99Ms.toFixed(0)}`);
   console.log(
     `RESULT webhooks steady_per_s=${STEADY_PER_SECOND} steady_p50_ms=${steady.p50Ms.toFixed(0)} steady_p99_ms=${steady.p99Ms.toFixed(0)} target_p99_ms=250`,
