@@ -8,10 +8,11 @@
  *
  * Scenarios: a steady rate to one receiver, for latency; a burst to one receiver; a burst fanned out
  * to ten receivers (every event goes to all ten endpoints). Both sides are warmed to a steady state
- * first, and the bursts and their baselines run in turn for up to three rounds, reported as medians.
- * On embedded SQLite; with
- * BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead, and then the steady rate and the
- * burst again with a second worker process on the same schema (two workers sharing the queue).
+ * first, and the bursts and their baselines run in turn for up to three rounds, reported as medians;
+ * then the burst once more, emitted with the worker stopped and delivered after, to split its CPU.
+ * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead, and then the
+ * steady rate and the burst again with a second worker process on the same schema (two workers
+ * sharing the queue).
  *
  * The bursts are 2,000 deliveries each by default, not the 10,000 asked for: the worker delivers
  * 200–500 a second on this machine, so 10,000 twice would take two minutes, past the minute a bench
@@ -268,8 +269,8 @@ await runBench('webhooks', async () => {
   // every measured shape (a burst to one receiver, a fan-out to ten, the steady rate), as the other
   // benches warm up with their own load. Traced with --trace-opt, V8 still moves the hot path's
   // functions from Maglev to TurboFan after ten thousand deliveries, and one warm-up of each burst
-  // left 120–230 ms of TurboFan compiles in the measured burst (a seventh of its CPU): hence
-  // several rounds. The steady rate comes last, at least as long as an idle connection lives:
+  // left 140 ms of TurboFan compiles in the measured burst (a seventh of its CPU): hence several
+  // rounds. The steady rate comes last, at least as long as an idle connection lives:
   // under it the connections the bursts opened close on their idle timer, a path no burst takes,
   // which deoptimizes undici's and the streams' code (about 45 functions), and a measured burst
   // after it would pay for their recompiling.
@@ -326,7 +327,8 @@ await runBench('webhooks', async () => {
     rows.push(steady);
     // Each burst beside its baseline, in turn, and the whole again (fewer rounds past the budget):
     // a burst lasts half a second and its baseline a tenth, so one pair measured the machine's
-    // moment as much as the code (raw POSTs ran at 11,000–33,000 a second in consecutive runs).
+    // moment as much as the code (warm raw POSTs ran at 16,000–38,000 a second from one round to the
+    // next).
     const measuringStarted = performance.now();
     for (let round = 1; round <= MEASURED_ROUNDS; round++) {
       if (round > 1 && performance.now() - measuringStarted > MEASURED_ROUNDS_BUDGET_MS) break;
