@@ -16,9 +16,12 @@
  * function called is its cost), else the native part (HTTP parser, GC, libuv). The data and its
  * samples as text stay in the directory.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
 
 const SAMPLE_HZ = 999;
 const TOP_FILES = 25;
@@ -60,9 +63,12 @@ export function startPerf(dir: string, pid: number, label: string): PerfRecordin
     async stop() {
       await interrupt(perf);
       if (perf.exitCode !== 0 && perf.exitCode !== null) throw new Error(`perf record exited with ${perf.exitCode}: ${errors}`);
-      execFileSync('perf', ['inject', '--jit', '-i', raw, '-o', data], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+      // Not synchronous: the two take seconds on a large recording, and a bench process blocked that
+      // long keeps undici from closing its idle keep-alive connections before a receiver does, so the
+      // next raw POST on one failed ("other side closed").
+      await execFileAsync('perf', ['inject', '--jit', '-i', raw, '-o', data], { cwd: dir });
       rmSync(raw, { force: true });
-      const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], { cwd: dir, maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
+      const { stdout: script } = await execFileAsync('perf', ['script', '-i', data, '-F', 'ip,sym'], { cwd: dir, maxBuffer: 1 << 30, encoding: 'buffer' });
       // The samples with their names resolved now: a later recording of the same server rewrites the
       // code files inject made, after which `perf report` on this data no longer names JavaScript.
       const samples = data.replace(/\.data$/, '.samples.txt');
