@@ -155,7 +155,7 @@ const ROWS_PER_TRANSACTION = 10_000;
 const ROWS_PER_STATEMENT = 5_000;
 
 /** A contact as its GET would return it: what a `contact.created` event carries, of a fixed size. */
-function contactObject(index: number, now: Date): Record<string, unknown> {
+export function contactObject(index: number, now: Date): Record<string, unknown> {
   return {
     id: newId('contact', now.getTime()),
     object: 'contact',

@@ -19,6 +19,11 @@ const BENCHES: Bench[] = [
   { name: 'list', file: 'list.ts', description: 'GET /v1/events?limit=25 over 100k audit rows vs bare Fastify; then every page with after, first vs last' },
   { name: 'webhooks', file: 'webhooks.ts', description: 'webhook events emitted in the service to loopback receivers vs raw undici POSTs of the same bodies' },
   {
+    name: 'webhooks-floor',
+    file: 'webhooks-floor.ts',
+    description: "the webhooks pipeline's floor: the same writes in hand-written prepared statements on the service's schema vs the same raw POSTs",
+  },
+  {
     name: 'pacing',
     file: 'pacing.ts',
     description: 'a burst of 2,000 sends at one number paced to 100/s, cloud adapter to the sandbox: most in any second, time vs ideal',

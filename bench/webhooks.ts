@@ -19,7 +19,7 @@
  * may take. BENCH_WEBHOOK_EVENTS=10000 runs the full size. BENCH_WORKER_CONCURRENCY and
  * BENCH_WORKER_POLL_MS run a worker with other options than the service's (16, 100 ms).
  */
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { EmitEventsResult, JobCounts, StartWorkerArgs } from './app-commands.ts';
 import {
   percentile,
@@ -37,6 +37,7 @@ import {
 } from './lib.ts';
 import { perfDirectory, startPerf } from './perf-profile.ts';
 import type { ReceiptSummary } from './serve-receivers.ts';
+import { arrivals, rawPosts } from './webhook-load.ts';
 
 const BURST_EVENTS = positiveIntegerFromEnv('BENCH_WEBHOOK_EVENTS') ?? 2_000;
 const FANOUT_RECEIVERS = 10;
@@ -79,16 +80,6 @@ interface Scenario {
   cpuUsPerDelivery: number | undefined;
   /** How long emitting took, for the service; undefined for the baseline. */
   emitMs?: number;
-}
-
-/** `distinct`: whether every arrival must be another (receiver, event) pair; the baseline repeats one body. */
-function checkArrivals(what: string, summary: ReceiptSummary, expected: number, distinct = true): void {
-  if (summary.timedOut || summary.received !== expected || (distinct && summary.distinct !== expected)) {
-    throw new Error(
-      `${what}: expected ${expected} deliveries, ${summary.received} arrived (${summary.distinct} distinct)` +
-        `${summary.timedOut ? ` within ${ARRIVAL_TIMEOUT_MS / 1000} s` : ''}; per receiver: ${summary.perReceiver.join(', ')}`,
-    );
-  }
 }
 
 /**
@@ -143,11 +134,10 @@ async function deliver(
       perSecond: options.perSecond,
       concurrency: options.emitConcurrency,
     }),
-    receivers.call<ReceiptSummary>('waitFor', { total: expected, timeoutMs: ARRIVAL_TIMEOUT_MS }),
+    arrivals(receivers, name, expected, { timeoutMs: ARRIVAL_TIMEOUT_MS, distinct: true }),
   ]);
   const cpuUsPerDelivery = cpu.usPer(expected);
   await perf?.stop();
-  checkArrivals(name, arrived, expected);
   return {
     name,
     deliveries: expected,
@@ -183,33 +173,9 @@ async function emitThenDeliver(app: BenchServer, receivers: BenchServer, organiz
   const delivering = startCpuClock(app.pid);
   const started = Date.now();
   await app.call('startWorker', workerOptions);
-  const arrived = await receivers.call<ReceiptSummary>('waitFor', { total: BURST_EVENTS, timeoutMs: ARRIVAL_TIMEOUT_MS });
+  const arrived = await arrivals(receivers, 'emitted, then delivered', BURST_EVENTS, { timeoutMs: ARRIVAL_TIMEOUT_MS, distinct: true });
   const deliverUsPerDelivery = delivering.usPer(BURST_EVENTS);
-  checkArrivals('emitted, then delivered', arrived, BURST_EVENTS);
   return { emitUsPerEvent, deliverUsPerDelivery, deliveriesPerSec: BURST_EVENTS / ((arrived.lastAt - started) / 1000) };
-}
-
-/** `total` raw POSTs of `body`, `concurrency` at a time (the worker's), round-robin over `urls`. */
-async function rawPosts(
-  agent: Agent,
-  options: { urls: string[]; total: number; concurrency: number },
-  body: string,
-  headers: Record<string, string>,
-): Promise<number> {
-  const { urls, total } = options;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: options.concurrency }, async () => {
-      while (next < total) {
-        const url = urls[next++ % urls.length]!;
-        const response = await request(url, { method: 'POST', body, headers, dispatcher: agent });
-        await response.body.text();
-        if (response.statusCode !== 200) throw new Error(`baseline POST ${url}: ${response.statusCode}`);
-      }
-    }),
-  );
-  return performance.now() - started;
 }
 
 async function baseline(
@@ -232,7 +198,7 @@ async function baseline(
   const cpu = startCpuClock(process.pid);
   const ms = await rawPosts(agent, options, options.sample.body, headers);
   const cpuUsPerDelivery = cpu.usPer(options.total);
-  checkArrivals(name, await receivers.call<ReceiptSummary>('waitFor', { total: options.total, timeoutMs: ARRIVAL_TIMEOUT_MS }), options.total, false);
+  await arrivals(receivers, name, options.total, { timeoutMs: ARRIVAL_TIMEOUT_MS, distinct: false });
   // Every request's round trip is part of `ms`; per-request latency would only repeat the receiver's.
   return {
     name,
