@@ -65,6 +65,7 @@ const MEASURED_ROUNDS_BUDGET_MS = 5_000;
 // arrived, instead of hanging it.
 const ARRIVAL_TIMEOUT_MS = Math.max(50_000, BURST_EVENTS * 10);
 const PASSWORD = 'correct horse battery staple';
+const PERF_ATTACH_MS = 1_000;
 
 interface Scenario {
   name: string;
@@ -167,14 +168,22 @@ interface Phases {
 async function emitThenDeliver(app: BenchServer, receivers: BenchServer, organizationId: string, workerOptions: StartWorkerArgs): Promise<Phases> {
   await receivers.call('reset');
   await app.call('stopWorker');
+  // Under BENCH_PERF each phase is profiled on its own.
+  const perfDir = perfDirectory();
+  let perf = perfDir ? startPerf(perfDir, app.pid, `pid${app.pid}-webhooks-emitting`) : undefined;
+  // perf takes a moment to attach, and the emits are over in a fraction of a second.
+  if (perf) await new Promise((resolve) => setTimeout(resolve, PERF_ATTACH_MS));
   const emitting = startCpuClock(app.pid);
   await app.call<EmitEventsResult>('emitEvents', { organizationId, count: BURST_EVENTS, concurrency: BURST_EMIT_CONCURRENCY });
   const emitUsPerEvent = emitting.usPer(BURST_EVENTS);
+  await perf?.stop();
+  perf = perfDir ? startPerf(perfDir, app.pid, `pid${app.pid}-webhooks-delivering`) : undefined;
   const delivering = startCpuClock(app.pid);
   const started = Date.now();
   await app.call('startWorker', workerOptions);
   const arrived = await arrivals(receivers, 'emitted, then delivered', BURST_EVENTS, { timeoutMs: ARRIVAL_TIMEOUT_MS, distinct: true });
   const deliverUsPerDelivery = delivering.usPer(BURST_EVENTS);
+  await perf?.stop();
   return { emitUsPerEvent, deliverUsPerDelivery, deliveriesPerSec: BURST_EVENTS / ((arrived.lastAt - started) / 1000) };
 }
 
