@@ -17,6 +17,7 @@
  * reach of any implementation that keeps the service's guarantees on this store, and how far above
  * this floor the service's emitting and delivering are.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -145,7 +146,7 @@ function floorPipeline(file: string, target: { organizationId: string; endpointI
   const secret = `whsec_${newId('webhookEndpoint')}`;
   const pool = new Pool(new URL(target.url).origin);
   const urlPath = new URL(target.url).pathname;
-  const workerId = newId('job');
+  const workerId = `wrk_${randomBytes(6).toString('hex')}`;
   // Envelopes by event id, as the service keeps those it queued (envelope-cache.ts).
   const envelopes = new Map<string, string>();
   let emitted = 0;

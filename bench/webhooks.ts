@@ -35,7 +35,7 @@ import {
   type AppServer,
   type BenchServer,
 } from './lib.ts';
-import { perfDirectory, startPerf } from './perf-profile.ts';
+import { perfDirectory, startPerf, type PerfRecording } from './perf-profile.ts';
 import type { ReceiptSummary } from './serve-receivers.ts';
 import { arrivals, rawPosts } from './webhook-load.ts';
 
@@ -170,14 +170,16 @@ async function emitThenDeliver(app: BenchServer, receivers: BenchServer, organiz
   await app.call('stopWorker');
   // Under BENCH_PERF each phase is profiled on its own.
   const perfDir = perfDirectory();
+  // perf takes a moment to attach, and each phase is over in a fraction of a second.
+  const attached = (recording: PerfRecording | undefined) => recording && new Promise((resolve) => setTimeout(resolve, PERF_ATTACH_MS));
   let perf = perfDir ? startPerf(perfDir, app.pid, `pid${app.pid}-webhooks-emitting`) : undefined;
-  // perf takes a moment to attach, and the emits are over in a fraction of a second.
-  if (perf) await new Promise((resolve) => setTimeout(resolve, PERF_ATTACH_MS));
+  await attached(perf);
   const emitting = startCpuClock(app.pid);
   await app.call<EmitEventsResult>('emitEvents', { organizationId, count: BURST_EVENTS, concurrency: BURST_EMIT_CONCURRENCY });
   const emitUsPerEvent = emitting.usPer(BURST_EVENTS);
   await perf?.stop();
   perf = perfDir ? startPerf(perfDir, app.pid, `pid${app.pid}-webhooks-delivering`) : undefined;
+  await attached(perf);
   const delivering = startCpuClock(app.pid);
   const started = Date.now();
   await app.call('startWorker', workerOptions);
