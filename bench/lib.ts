@@ -875,6 +875,11 @@ export function percentile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
 }
 
+/** The middle of values sorted ascending; of an even count, the lower of the two middle ones. */
+export function middleOf<T>(sorted: readonly T[]): T {
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
 /** A bench size from the environment: unset or empty is undefined, anything but a whole number ≥ 1 stops the bench. */
 export function positiveIntegerFromEnv(name: string): number | undefined {
   const value = process.env[name];

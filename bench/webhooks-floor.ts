@@ -28,7 +28,7 @@ import { API_VERSION } from '../src/events/event-types.schemas.ts';
 import { signatureHeader } from '../src/events/webhook-signature.ts';
 import { newId } from '../src/lib/ids.ts';
 import { contactObject } from './app-commands.ts';
-import { printCpuResult, printResult, printTable, positiveIntegerFromEnv, runBench, startHelper, type BenchServer } from './lib.ts';
+import { middleOf, printCpuResult, printResult, printTable, positiveIntegerFromEnv, runBench, startHelper, type BenchServer } from './lib.ts';
 import { arrivals, rawPosts } from './webhook-load.ts';
 
 const EVENTS = positiveIntegerFromEnv('BENCH_WEBHOOK_EVENTS') ?? 2_000;
@@ -63,8 +63,6 @@ function cpuUs(): number {
 
 /** Waits for the next turn of the event loop, so that what a pipeline queued (answers, emits) runs. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-const middle = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 
 /** A migrated store of its own, with an organization and one enabled endpoint at `url`. */
 async function migratedStore(file: string, url: string): Promise<{ organizationId: string; endpointId: string }> {
@@ -371,7 +369,7 @@ await runBench('webhooks-floor', async () => {
         each.rawCpuUs.toFixed(1),
       ]),
     );
-    const median = (pick: (each: Round) => number) => middle(rounds.map(pick));
+    const median = (pick: (each: Round) => number) => middleOf(rounds.map(pick).sort((a, b) => a - b));
     const raw = median((each) => each.rawCpuUs);
     printResult(
       'webhooks-floor',

@@ -22,6 +22,7 @@
 import { Agent } from 'undici';
 import type { EmitEventsResult, JobCounts, StartWorkerArgs } from './app-commands.ts';
 import {
+  middleOf,
   percentile,
   positiveIntegerFromEnv,
   printCpuResult,
@@ -88,10 +89,9 @@ interface Scenario {
  * not be the CPU's); the latencies are those of the run with the median rate.
  */
 function medianOf(runs: Scenario[]): Scenario {
-  const middle = <T>(sorted: T[]): T => sorted[Math.floor((sorted.length - 1) / 2)]!;
-  const byRate = middle([...runs].sort((a, b) => a.deliveriesPerSec - b.deliveriesPerSec));
+  const byRate = middleOf([...runs].sort((a, b) => a.deliveriesPerSec - b.deliveriesPerSec));
   const cpus = runs.flatMap((run) => (run.cpuUsPerDelivery === undefined ? [] : [run.cpuUsPerDelivery])).sort((a, b) => a - b);
-  return { ...byRate, cpuUsPerDelivery: cpus.length === runs.length ? middle(cpus) : undefined };
+  return { ...byRate, cpuUsPerDelivery: cpus.length === runs.length ? middleOf(cpus) : undefined };
 }
 
 /** An organization of its own (so scenarios never share endpoints), subscribed at `urls`. */
