@@ -26,6 +26,8 @@ import { Agent, Pool } from 'undici';
 import { openStore, migrateToLatest } from '../src/db/connect.ts';
 import { API_VERSION } from '../src/events/event-types.schemas.ts';
 import { signatureHeader } from '../src/events/webhook-signature.ts';
+import { BoundedRead } from '../src/lib/bounded-read.ts';
+import { DEFAULT_DELIVERY_READ } from '../src/modules/webhook-endpoints/webhook-sender.ts';
 import { newId } from '../src/lib/ids.ts';
 import { contactObject } from './app-commands.ts';
 import { middleOf, printCpuResult, printResult, printTable, positiveIntegerFromEnv, runBench, startHelper, type BenchServer } from './lib.ts';
@@ -186,25 +188,32 @@ function floorPipeline(file: string, target: { organizationId: string; endpointI
     const { event_id: eventId } = JSON.parse(job.payload) as { event_id: string };
     const body = envelopes.get(eventId)!;
     const started = new Date();
-    const response = await pool.request({
-      path: urlPath,
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        'service-signature': signatureHeader(body, [secret], Math.floor(started.getTime() / 1000)),
-        'service-event-id': eventId,
-        'service-event-type': 'contact.created',
+    // The service's transport (dispatch with its reader), not pool.request: see src/lib/bounded-read.ts.
+    const read = new BoundedRead(DEFAULT_DELIVERY_READ);
+    pool.dispatch(
+      {
+        path: urlPath,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': USER_AGENT,
+          'service-signature': signatureHeader(body, [secret], Math.floor(started.getTime() / 1000)),
+          'service-event-id': eventId,
+          'service-event-type': 'contact.created',
+        },
+        body,
       },
-      body,
-    });
-    const excerpt = await response.body.text();
+      read,
+    );
+    const outcome = await read.outcome;
+    if (outcome.kind === 'error') throw outcome.error;
+    const excerpt = outcome.body.toString();
     envelopes.delete(eventId);
     return {
       jobId: job.id,
       attempt: job.attempts,
       eventId,
-      status: response.statusCode,
+      status: outcome.status,
       excerpt,
       durationMs: Date.now() - started.getTime(),
       startedAt: started.toISOString(),

@@ -6,9 +6,11 @@
  * value, so a caller records an attempt instead of handling exceptions.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
+import type { IncomingHttpHeaders } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Pool, type Dispatcher } from 'undici';
+import { Pool } from 'undici';
+import { BoundedRead, type BodyRead, type ReadLimits } from './bounded-read.ts';
 import { AppError, invalidParam } from './errors.ts';
 import { isPublicAddress } from './network.ts';
 import { assertNoRequestTransaction } from './transaction-scope.ts';
@@ -30,23 +32,11 @@ export interface GuardedRequest {
   /** At most the client's own time-out: the whole exchange up to the answer's status and headers. */
   timeoutMs?: number;
   /** How the body is read: keep its first `keepBytes`, stop once `maxBytes` have arrived or `budgetMs` has passed. */
-  read: { keepBytes: number; maxBytes: number; budgetMs: number };
+  read: ReadLimits;
 }
 
 export type GuardedResult =
-  | {
-      kind: 'response';
-      status: number;
-      headers: Record<string, string>;
-      /** The first `keepBytes` of the body. */
-      body: Buffer;
-      /** How many bytes arrived before reading stopped (at most a chunk past `maxBytes`). */
-      bytesRead: number;
-      /** Whether the body was read to its end (false: cut at `maxBytes`, by the budget or by the peer). */
-      complete: boolean;
-      durationMs: number;
-    }
-  | { kind: 'error'; error: string; durationMs: number };
+  ({ kind: 'response'; status: number; headers: Record<string, string>; durationMs: number } & BodyRead) | { kind: 'error'; error: string; durationMs: number };
 
 export interface GuardedHttp {
   /**
@@ -157,48 +147,7 @@ function describeFailure(error: unknown): string {
   return `request_failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 200);
 }
 
-/**
- * Reads the body until it ends, `maxBytes` have arrived or the budget runs out, keeping only the
- * first `keepBytes`. Stopping early destroys the body, which closes that connection instead of
- * draining the rest of it. Plain listeners, not an async iterator: this runs on every delivery, and
- * they cost measurably less.
- */
-function readBody(
-  body: Dispatcher.ResponseData['body'],
-  { keepBytes, maxBytes, budgetMs }: GuardedRequest['read'],
-): Promise<{ body: Buffer; bytesRead: number; complete: boolean }> {
-  return new Promise((resolve) => {
-    const kept: Buffer[] = [];
-    let keptBytes = 0;
-    let bytesRead = 0;
-    let done = false;
-    const finish = (complete: boolean) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      body.off('data', onData);
-      if (!body.readableEnded) body.destroy();
-      resolve({ body: kept.length === 1 ? kept[0]! : Buffer.concat(kept, keptBytes), bytesRead, complete });
-    };
-    const onData = (chunk: Buffer) => {
-      bytesRead += chunk.length;
-      if (keptBytes < keepBytes) {
-        const piece = chunk.length <= keepBytes - keptBytes ? chunk : chunk.subarray(0, keepBytes - keptBytes);
-        kept.push(piece);
-        keptBytes += piece.length;
-      }
-      if (bytesRead >= maxBytes) finish(false);
-    };
-    const timer = setTimeout(() => finish(false), budgetMs);
-    // A body cut off by the peer after the headers still leaves the status standing.
-    body.on('error', () => finish(false));
-    body.on('end', () => finish(true));
-    body.on('close', () => finish(body.readableEnded));
-    body.on('data', onData);
-  });
-}
-
-function headersOf(raw: Dispatcher.ResponseData['headers']): Record<string, string> {
+function headersOf(raw: IncomingHttpHeaders): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(raw)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
@@ -325,12 +274,15 @@ export function createGuardedHttp(options: GuardedHttpOptions): GuardedHttp {
     const timeoutMs = Math.min(outgoing.timeoutMs ?? maxTimeoutMs, maxTimeoutMs);
 
     // One deadline for resolution, queueing, connecting, sending and waiting for the headers: the
-    // time-out is the peer's whole budget, not a per-phase allowance.
+    // time-out is the peer's whole budget, not a per-phase allowance. The body has its own.
     const controller = new AbortController();
     let timedOut = false;
+    let read: BoundedRead | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort(new TimeoutSignal());
+      const reason = new TimeoutSignal();
+      controller.abort(reason);
+      read?.abortUnanswered(reason);
     }, timeoutMs);
     try {
       let addresses: string[];
@@ -351,20 +303,24 @@ export function createGuardedHttp(options: GuardedHttpOptions): GuardedHttp {
 
       // A close() that ran during the lookup has already closed every pool; a new one would leak.
       if (closed) return { kind: 'error', error: 'sender_closed', durationMs: elapsed() };
+      read = new BoundedRead({ ...outgoing.read, budgetMs: Math.min(outgoing.read.budgetMs, timeoutMs) });
       // Taken and used synchronously, so an eviction can never close it between the two.
-      const response = await dispatcherFor(parsed.origin, address).request({
-        origin: parsed.origin,
-        path: parsed.path,
-        method: outgoing.method,
-        headers,
-        body: outgoing.body ?? null,
-        signal: controller.signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: Math.min(outgoing.read.budgetMs, timeoutMs),
-      });
-      clearTimeout(timer);
-      const read = await readBody(response.body, { ...outgoing.read, budgetMs: Math.min(outgoing.read.budgetMs, timeoutMs) });
-      return { kind: 'response', status: response.statusCode, headers: headersOf(response.headers), ...read, durationMs: elapsed() };
+      dispatcherFor(parsed.origin, address).dispatch(
+        {
+          origin: parsed.origin,
+          path: parsed.path,
+          method: outgoing.method,
+          headers,
+          body: outgoing.body ?? null,
+          headersTimeout: timeoutMs,
+          bodyTimeout: Math.min(outgoing.read.budgetMs, timeoutMs),
+        },
+        read,
+      );
+      const outcome = await read.outcome;
+      if (outcome.kind === 'error') return { kind: 'error', error: timedOut ? 'timeout' : describeFailure(outcome.error), durationMs: elapsed() };
+      const { status, headers: answered, body, bytesRead, complete } = outcome;
+      return { kind: 'response', status, headers: headersOf(answered), body, bytesRead, complete, durationMs: elapsed() };
     } catch (error) {
       return { kind: 'error', error: timedOut ? 'timeout' : describeFailure(error), durationMs: elapsed() };
     } finally {

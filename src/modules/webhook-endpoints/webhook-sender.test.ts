@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Incomi
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { describe, it, type TestContext } from 'node:test';
+import { closed } from '../../../test/sockets.ts';
 import { AppError } from '../../lib/errors.ts';
 import { createWebhookSender, type WebhookSender, type WebhookSenderOptions } from './webhook-sender.ts';
 
@@ -60,15 +61,6 @@ function sender(t: TestContext, options: Partial<WebhookSenderOptions> = {}): We
   const created = createWebhookSender({ allowPrivateNetworks: true, ...options });
   t.after(() => created.close());
   return created;
-}
-
-/** Resolves when the socket has closed; unlike events.once, an ECONNRESET on the way is not a failure. */
-function closed(socket: Socket): Promise<void> {
-  return new Promise((resolve) => {
-    if (socket.destroyed) return resolve();
-    socket.on('error', () => undefined);
-    socket.once('close', () => resolve());
-  });
 }
 
 /** A lookup that answers from a script, one entry per call (the last one repeats), and counts calls. */

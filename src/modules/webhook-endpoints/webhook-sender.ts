@@ -4,6 +4,7 @@
  * client's (lib/guarded-http.ts, which connector requests share); this adds what a delivery is: a
  * signed JSON POST whose outcome is a status and an excerpt of the answer for the attempt log.
  */
+import type { ReadLimits } from '../../lib/bounded-read.ts';
 import { createGuardedHttp, type GuardedHttpOptions } from '../../lib/guarded-http.ts';
 
 export type SendResult = { kind: 'response'; status: number; excerpt: string; durationMs: number } | { kind: 'error'; error: string; durationMs: number };
@@ -48,6 +49,8 @@ const EXCERPT_BYTES = 3 * EXCERPT_CHARACTERS;
 // short budget of its own after the headers (2 s, or the time-out if that is shorter), so a receiver
 // that trickles its body can neither turn a 2xx into a failure nor hold a worker for long.
 const BODY_READ_MS = 2_000;
+/** How a delivery's answer is read with the default options: an excerpt kept, the rest bounded. */
+export const DEFAULT_DELIVERY_READ: ReadLimits = { keepBytes: EXCERPT_BYTES, maxBytes: DEFAULT_MAX_RESPONSE_BYTES, budgetMs: BODY_READ_MS };
 // Set by the sender itself; a caller's value would contradict the bytes actually sent.
 const RESERVED_HEADERS = new Set(['content-type', 'user-agent']);
 
@@ -70,7 +73,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
     if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1 (got ${value})`);
   }
   const http = createGuardedHttp({ allowPrivateNetworks: options.allowPrivateNetworks, timeoutMs, ...(options.lookup ? { lookup: options.lookup } : {}) });
-  const read = { keepBytes: EXCERPT_BYTES, maxBytes: maxResponseBytes, budgetMs: Math.min(BODY_READ_MS, timeoutMs) };
+  const read: ReadLimits = { ...DEFAULT_DELIVERY_READ, maxBytes: maxResponseBytes, budgetMs: Math.min(BODY_READ_MS, timeoutMs) };
 
   async function send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
     const outgoing: Record<string, string> = {};
