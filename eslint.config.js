@@ -31,7 +31,17 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use an `as const` object and a union (erasableSyntaxOnly).' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'TSEnumDeclaration', message: 'Use an `as const` object and a union (erasableSyntaxOnly).' },
+        {
+          // V8 allocates a function literal assigned to a property straight into the old generation
+          // (its parser takes it for a method being installed), so one made per request keeps that
+          // request's objects alive through the next scavenge: src/lib/bounded-read.ts has the story.
+          selector: 'AssignmentExpression[left.type="MemberExpression"][right.type=/^(ArrowFunctionExpression|FunctionExpression)$/]',
+          message: 'Name the function first (`const onX = () => …; target.x = onX`): V8 pretenures a function literal assigned to a property.',
+        },
+      ],
     },
   },
   {

@@ -165,7 +165,8 @@ describe('dashboard stream client: connections', () => {
   it('stops for good when the session is over, and when stopped', async () => {
     const h = harness();
     const first = h.next();
-    h.options.renew = async () => null;
+    const sessionOver = async () => null;
+    h.options.renew = sessionOver;
     const stream = startEventStream(h.options);
     const one = await first;
     one.write('event: stream.expired\ndata: {}\n\n');

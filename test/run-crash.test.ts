@@ -229,12 +229,13 @@ describe('runs when a worker process crashes', () => {
     // This process serves the sandbox alone, so counting here counts every send the provider took.
     let sends = 0;
     const recordOutbound = state.recordOutbound;
-    state.recordOutbound = async (fields) => {
+    const recordAndKill: typeof recordOutbound = async (fields) => {
       const sent = await recordOutbound(fields);
       sends += 1;
       if (sends === killAt) worker.child.kill('SIGKILL');
       return sent;
     };
+    state.recordOutbound = recordAndKill;
     try {
       await killed(worker, `the provider's send ${killAt}`, () => `; it took ${sends}`);
     } finally {

@@ -97,18 +97,23 @@ export function compileStoredJsonSerializer(schema: object, compile: Compile): S
 export function registerStoredJsonSerializers(app: HttpServer): void {
   app.addHook('onRoute', (route) => {
     if (route.serializerCompiler || !containsStoredJson(route.schema?.response)) return;
-    route.serializerCompiler = ({ schema, ...context }) => {
-      // A schema the splice cannot serve fails at start-up, not at its first answer.
-      build(schema as Schema, () => () => '');
-      let serialize: Serialize | undefined;
-      return (value: unknown) => {
-        if (!serialize) {
-          const fastify = app.serializerCompiler;
-          if (!fastify) throw new Error('Fastify has no serializer compiler yet');
-          serialize = build(schema as Schema, (part) => fastify({ schema: part, ...context }));
-        }
-        return serialize(value);
-      };
-    };
+    route.serializerCompiler = splicingCompiler(app);
   });
+}
+
+/** The route's serializer: stored JSON spliced in, the rest by Fastify's compiled serializer. */
+function splicingCompiler(app: HttpServer): NonNullable<HttpServer['serializerCompiler']> {
+  return ({ schema, ...context }) => {
+    // A schema the splice cannot serve fails at start-up, not at its first answer.
+    build(schema as Schema, () => () => '');
+    let serialize: Serialize | undefined;
+    return (value: unknown) => {
+      if (!serialize) {
+        const fastify = app.serializerCompiler;
+        if (!fastify) throw new Error('Fastify has no serializer compiler yet');
+        serialize = build(schema as Schema, (part) => fastify({ schema: part, ...context }));
+      }
+      return serialize(value);
+    };
+  };
 }

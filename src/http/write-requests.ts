@@ -221,10 +221,11 @@ export function registerWriteRequests<Claim>(
     } else {
       route.preHandler = [...hooks(route.preHandler), openAndClaim];
       const handler = route.handler;
-      route.handler = function (request, reply) {
+      const inTransaction: typeof handler = function (request, reply) {
         const transaction = transactions.get(request);
         return transaction ? transaction.run(() => handler.call(this, request, reply)) : handler.call(this, request, reply);
       };
+      route.handler = inTransaction;
       route.onResponse = [...hooks(route.onResponse), abandon];
     }
     route.onSend = [...hooks(route.onSend), settle];

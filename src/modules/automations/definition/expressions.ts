@@ -135,7 +135,7 @@ interface LibraryEvaluator {
 function instrument(evaluator: LibraryEvaluator): void {
   const run = evaluator.run.bind(evaluator);
   const debugType = evaluator.debugType.bind(evaluator);
-  evaluator.run = (ast, ctx) => {
+  const meteredRun: LibraryEvaluator['run'] = (ast, ctx) => {
     charge();
     let value: unknown;
     if (ast.op === 'rcall' && ast.args[0] === 'matches' && ast.args[2].length === 1) {
@@ -150,10 +150,12 @@ function instrument(evaluator: LibraryEvaluator): void {
     checkProducedSize(value);
     return value;
   };
-  evaluator.debugType = (value) => {
+  const meteredDebugType: LibraryEvaluator['debugType'] = (value) => {
     charge();
     return debugType(value);
   };
+  evaluator.run = meteredRun;
+  evaluator.debugType = meteredDebugType;
 }
 
 function matchesCall(text: unknown, pattern: unknown): boolean {
