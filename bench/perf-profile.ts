@@ -32,6 +32,8 @@ export function perfDirectory(): string | undefined {
   const dir = process.env.BENCH_PERF;
   if (!dir) return undefined;
   const absolute = path.resolve(dir);
+  // perf reads any object whose path starts so as a perf-<pid>.map file, so no JavaScript would be named.
+  if (absolute.startsWith('/tmp/perf-')) throw new Error(`BENCH_PERF=${absolute}: perf takes paths under /tmp/perf-* for map files; choose another directory`);
   mkdirSync(absolute, { recursive: true });
   return absolute;
 }
