@@ -16,6 +16,7 @@ import { registerAccessControl, type AccessRow } from './http/access.ts';
 import { registerNativeJsonSerializers } from './http/native-json.ts';
 import { registerStoredJsonSerializers } from './http/stored-json.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { registerEndOfTurnWrites } from './http/end-of-turn-writes.ts';
 import { registerRequestMeter } from './http/request-meter.ts';
 import { RATE_LIMIT_REDIS_OPTIONS, registerRateLimits } from './http/rate-limit.ts';
 import { createHttpServer, type HttpServer } from './http/server.ts';
@@ -141,6 +142,8 @@ export async function createApp(options: { config: Config; store: Store; clock: 
     credentialMultiplier: config.rateLimitCredentialMultiplier,
   });
   registerWriteRequests(server, { gate: services.idempotencyKeys, openTransaction: store.openRequestTransaction, publicBaseUrl: config.publicBaseUrl });
+  // Last of the route-level hooks: only the socket write waits for the end of the turn.
+  registerEndOfTurnWrites(server);
   await registerOpenApi(server, { publicBaseUrl: config.publicBaseUrl, version: API_VERSION });
   for (const module of modules) module.routes?.(server);
   metrics?.routes?.(metricsServer ?? server);

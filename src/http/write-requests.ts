@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { RequestTransaction } from '../db/request-transaction.ts';
 import { AppError, errorBody } from '../lib/errors.ts';
 import type { Principal } from '../modules/credentials/principal.ts';
+import { routeHooks } from './route-hooks.ts';
 import type { HttpServer } from './server.ts';
 
 export type IdempotencyRequirement = 'required' | 'optional';
@@ -55,11 +56,6 @@ function methodsOf(route: Pick<RouteOptions, 'method'>): string[] {
 function isAuthenticated(route: Pick<RouteOptions, 'config'>): boolean {
   const access = route.config?.access;
   return access !== undefined && !access.public;
-}
-
-function hooks<T>(existing: T | T[] | undefined): T[] {
-  if (existing === undefined) return [];
-  return Array.isArray(existing) ? existing : [existing];
 }
 
 function errorCodeOf(status: number, body: string | undefined): string | undefined {
@@ -217,17 +213,17 @@ export function registerWriteRequests<Claim>(
     if (!authenticated || !methods.some((method) => WRITE_METHODS.has(method))) return;
     if (route.config?.waitsOnNetwork) {
       if (!methods.includes('POST')) return;
-      route.preHandler = [...hooks(route.preHandler), claimOnItsOwn];
+      route.preHandler = [...routeHooks(route.preHandler), claimOnItsOwn];
     } else {
-      route.preHandler = [...hooks(route.preHandler), openAndClaim];
+      route.preHandler = [...routeHooks(route.preHandler), openAndClaim];
       const handler = route.handler;
       const inTransaction: typeof handler = function (request, reply) {
         const transaction = transactions.get(request);
         return transaction ? transaction.run(() => handler.call(this, request, reply)) : handler.call(this, request, reply);
       };
       route.handler = inTransaction;
-      route.onResponse = [...hooks(route.onResponse), abandon];
+      route.onResponse = [...routeHooks(route.onResponse), abandon];
     }
-    route.onSend = [...hooks(route.onSend), settle];
+    route.onSend = [...routeHooks(route.onSend), settle];
   });
 }
