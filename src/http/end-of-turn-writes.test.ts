@@ -23,7 +23,11 @@ function manualTurn() {
 /** What `hold` reads of a request: its logger and socket, for an answer that cannot be written. */
 function requestStub(onDestroy: () => void = () => undefined) {
   const logged: unknown[] = [];
-  const request = { log: { error: (entry: unknown) => void logged.push(entry) }, raw: { socket: { destroy: onDestroy } } } as unknown as FastifyRequest;
+  const request = {
+    log: { error: (entry: unknown) => void logged.push(entry) },
+    raw: { socket: { destroy: onDestroy } },
+    routeOptions: { url: '/stub' },
+  } as unknown as FastifyRequest;
   return { request, logged };
 }
 
@@ -58,6 +62,20 @@ describe('EndOfTurnWrites', () => {
     assert.equal(turn.scheduled, 1, 'the turn already has its end scheduled');
     turn.end();
     assert.deepEqual(written, [...Array(MAX_HELD_ANSWERS).keys(), 100]);
+  });
+
+  it('writes an answer held twice (a reply sent again while held) once, and logs the mistake', () => {
+    const turn = manualTurn();
+    const writes = new EndOfTurnWrites(turn.schedule);
+    const written: unknown[] = [];
+    const keep = (_error: null, body: unknown) => void written.push(body);
+    const twice = requestStub();
+    writes.hold(twice.request, keep, 'first');
+    writes.hold(requestStub().request, keep, 'other');
+    writes.hold(twice.request, keep, undefined);
+    turn.end();
+    assert.deepEqual(written, ['first', 'other']);
+    assert.deepEqual(twice.logged, [{ route: '/stub' }]);
   });
 
   it('writes the rest of the turn when one answer cannot be written, and closes that one connection', () => {
@@ -119,6 +137,24 @@ describe('answers written at the end of the turn, over a socket', () => {
     assert.deepEqual(await answer.json(), { ok: true });
     assert.match(answer.headers.get('x-request-id') ?? '', /^req_/);
     assert.deepEqual(seen, { routeHookRanInSend: true, writtenWhenSendReturned: false, writtenByEndOfTurn: true });
+  });
+
+  it('answers once, on a connection kept open, an async handler that sends without returning the reply', async (t) => {
+    const app = await listening(t);
+    let connections = 0;
+    app.server.on('connection', () => connections++);
+    app.get('/forgot-to-return', async (_request, reply) => {
+      void reply.send({ once: true });
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const pool = new Pool(urlOf(app), { connections: 1 });
+    t.after(() => pool.close());
+    for (let i = 0; i < 3; i++) {
+      const { statusCode, body } = await pool.request({ method: 'GET', path: '/forgot-to-return' });
+      assert.equal(statusCode, 200);
+      assert.equal(await body.text(), '{"once":true}');
+    }
+    assert.equal(connections, 1);
   });
 
   it('answers each of many concurrent requests with its own answer', async (t) => {
