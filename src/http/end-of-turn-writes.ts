@@ -24,7 +24,7 @@ const afterIo: ScheduleAfterIo = (run) => void setImmediate(run);
  * load one turn handles the requests of many connections, and written as each is ready the answers
  * arrive a handler's time apart, so a waiting client (a proxy, a load balancer, another service on
  * the same host) is woken once per answer: on loopback that wake-up is charged to the writer, and
- * cost the identity route more than its own code did (docs/benchmarks.md). Written together, the
+ * was a tenth of the identity route's CPU (docs/benchmarks.md). Written together, the
  * answers after the first find their reader awake. An answer waits at most for the rest of its
  * turn; a lone request's turn ends when it has been answered.
  */
