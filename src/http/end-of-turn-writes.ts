@@ -86,7 +86,8 @@ export class EndOfTurnWrites {
  * now on: after the request's commit (write-requests.ts), so that only the socket write waits. Must
  * be registered after every plugin that appends route-level hooks, and before the routes.
  */
-export function registerEndOfTurnWrites(app: HttpServer, writes = new EndOfTurnWrites()): void {
+export function registerEndOfTurnWrites(app: HttpServer): void {
+  const writes = new EndOfTurnWrites();
   const hold: onSendHookHandler = (request, _reply, payload, done) => writes.hold(request, done, payload);
   app.addHook('onRoute', (route) => {
     route.onSend = [...routeHooks(route.onSend), hold];
