@@ -201,7 +201,9 @@ describe(`the job queue (${usingPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   });
 
   it("a dead worker's job comes back when its lease ends, and the dead worker's late outcome is ignored", async () => {
-    const first = setup({ leaseMs: 30 * SECOND });
+    // One slot, taken by the job it holds: the first worker cannot claim the job again itself once
+    // its lease ends, so the successor is the second worker, whatever the timing of its polls.
+    const first = setup({ leaseMs: 30 * SECOND, concurrency: 1 });
     let release!: () => void;
     first.worker.register(Tick, () => new Promise<void>((resolve) => (release = resolve)));
     const id = await first.db.transaction().execute((trx) => first.queue.enqueue(trx, Tick, { n: 1 }));
