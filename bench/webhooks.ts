@@ -361,6 +361,25 @@ await runBench('webhooks', async () => {
     try {
       await second.call('startWorker', workerOptions);
       const workers = [second];
+      // The second process starts cold: warmed as the first was (a burst, then the steady rate for
+      // longer than an idle connection lives), so the two-worker figures measure sharing the queue,
+      // not a process compiling its delivery path and opening its connections.
+      await deliver(app, receivers, 'warm-up, two workers', {
+        organizationId: single,
+        events: BURST_EVENTS,
+        endpoints: 1,
+        emitConcurrency: BURST_EMIT_CONCURRENCY,
+        workers,
+        warmUp: true,
+      });
+      await deliver(app, receivers, 'warm-up, two workers, steady', {
+        organizationId: single,
+        events: STEADY_PER_SECOND * WARM_UP_STEADY_SECONDS,
+        endpoints: 1,
+        perSecond: STEADY_PER_SECOND,
+        workers,
+        warmUp: true,
+      });
       twoSteady = await deliver(app, receivers, `two workers: steady, ${STEADY_PER_SECOND}/s for ${STEADY_SECONDS} s, 1 receiver`, {
         organizationId: single,
         events: STEADY_PER_SECOND * STEADY_SECONDS,
