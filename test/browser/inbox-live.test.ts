@@ -136,13 +136,14 @@ describe('inbox, live', () => {
       await customerWrites(server, connection, from, 'Seen live');
       await message(page, 'Seen live').waitFor();
 
-      // The next connection is held until a message has been written while no stream was open.
+      // The next connection is held until a message has been written while no stream was open. The
+      // route is in place before the clock moves, not installed while the stream expires and renews.
       let release: () => void = () => undefined;
-      const held = new Promise<Route>((resolve) => {
-        void page.route('**/v1/stream', (route) => {
-          resolve(route);
-          return new Promise<void>((done) => (release = done)).then(() => route.continue());
-        });
+      let holding: (route: Route) => void = () => undefined;
+      const held = new Promise<Route>((resolve) => (holding = resolve));
+      await page.route('**/v1/stream', (route) => {
+        holding(route);
+        return new Promise<void>((done) => (release = done)).then(() => route.continue());
       });
       const renewed = page.waitForResponse((response) => response.url().endsWith('/auth/refresh') && response.status() === 200);
       // Past the token's 15 minutes on the server's clock: the server ends the stream (stream.expired).
