@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../lib/errors.ts';
 import type { Principal } from '../modules/credentials/principal.ts';
 import type { CredentialKind, Role, Scope } from '../modules/credentials/scopes.schemas.ts';
+import { routeMethods } from './route-hooks.ts';
 import type { HttpServer } from './server.ts';
 
 /**
@@ -92,7 +93,7 @@ export function registerAccessControl(app: HttpServer, authenticate: Authenticat
   app.addHook('onRoute', (route) => {
     const access = route.config?.access;
     if (!access) throw new Error(`route ${String(route.method)} ${route.url} declares no access rule`);
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const methods = routeMethods(route);
     for (const method of methods) if (method !== 'HEAD') table.push({ method, url: route.url, access });
   });
 

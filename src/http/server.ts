@@ -13,6 +13,7 @@ import { AppError, errorBody, invalidParam } from '../lib/errors.ts';
 import { discardRequestBody } from '../lib/request-body.ts';
 import { newId } from '../lib/ids.ts';
 import { parseJsonBody } from './json-body.ts';
+import { routeHooks, routeMethods } from './route-hooks.ts';
 import { createSchemaCompilers } from './schema-compilers.ts';
 import { validationError } from './validation.ts';
 
@@ -143,16 +144,15 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   // An API POST or DELETE without a body schema takes no body: `{}` (what many clients send) or
   // nothing. (The provider's webhook, the runtime pass-through and the sandbox read their own.)
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const methods = routeMethods(route);
     if (!route.url.startsWith('/v1/') || route.schema?.body !== undefined) return;
     if (!methods.some((method) => method === 'POST' || method === 'DELETE')) return;
-    const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation];
-    route.preValidation = [...existing, refuseBody];
+    route.preValidation = [...routeHooks(route.preValidation), refuseBody];
   });
 
   const knownRoutes: KnownRoute[] = [];
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const methods = routeMethods(route);
     for (const method of methods) knownRoutes.push({ pattern: routePattern(route.url), method });
   });
 

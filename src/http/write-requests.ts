@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { RequestTransaction } from '../db/request-transaction.ts';
 import { AppError, errorBody } from '../lib/errors.ts';
 import type { Principal } from '../modules/credentials/principal.ts';
-import { routeHooks } from './route-hooks.ts';
+import { routeHooks, routeMethods } from './route-hooks.ts';
 import type { HttpServer } from './server.ts';
 
 export type IdempotencyRequirement = 'required' | 'optional';
@@ -48,10 +48,6 @@ declare module 'fastify' {
 
 const HEADER = 'idempotency-key';
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-function methodsOf(route: Pick<RouteOptions, 'method'>): string[] {
-  return Array.isArray(route.method) ? route.method : [route.method];
-}
 
 function isAuthenticated(route: Pick<RouteOptions, 'config'>): boolean {
   const access = route.config?.access;
@@ -206,7 +202,7 @@ export function registerWriteRequests<Claim>(
 
   app.addHook('onRoute', (route) => {
     const authenticated = isAuthenticated(route);
-    const methods = methodsOf(route);
+    const methods = routeMethods(route);
     if (route.config?.idempotency && !(authenticated && methods.includes('POST'))) {
       throw new Error(`route ${String(route.method)} ${route.url} declares idempotency, which only authenticated POST routes take`);
     }
