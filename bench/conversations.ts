@@ -10,78 +10,37 @@
  * On embedded SQLite; with BENCH_DATABASE_URL set, on a fresh PostgreSQL schema instead.
  */
 import type { SeedConversationsResult } from './app-commands.ts';
-import { measure, noteSetUpStarting, printCpuResult, printResult, printTable, requestJson, runBench, startApp, startBaseline, loadRow } from './lib.ts';
+import { expectSamePage, INBOX_CONNECTIONS, INBOX_CONVERSATIONS, INBOX_PATH as PATH, INBOX_QUERY as QUERY, setUpInbox } from './inbox-setup.ts';
+import { measure, noteSetUpStarting, printCpuResult, printResult, printTable, runBench, startApp, startBaseline, loadRow } from './lib.ts';
 
-const CONVERSATIONS = 50_000;
-const CONNECTIONS = 50;
 const WARMUP_SECONDS = 2;
 const SECONDS = 6;
-const PATH = '/v1/conversations';
 // Then the first page's threads get a long history: what `expand=last_message` costs must not grow with it.
 const HISTORY_EACH = 1_000;
 const HISTORY_SECONDS = 3;
-const QUERY = '?expand=contact,last_message&limit=25';
 
 await runBench('conversations', async () => {
   const app = await startApp();
-  const signup = await requestJson<{ token: string; organization: { id: string } }>(`${app.url}/auth/signup`, {
-    body: { email: 'bench@example.com', password: 'correct horse battery staple', organization_name: 'Bench Ltd' },
-    expectStatus: 201,
-  });
-  const connection = await requestJson<{ id: string }>(`${app.url}/v1/connections`, {
-    token: signup.token,
-    body: { code: 'bench-conversations', name: 'Bench line' },
-    expectStatus: 201,
-  });
-  // One organization key per load connection, as many clients would call (startApp raises every
-  // bucket, so the limiter never caps the load).
-  const keys: string[] = [];
-  for (let i = 0; i < CONNECTIONS; i++) {
-    keys.push(
-      (
-        await requestJson<{ key: string }>(`${app.url}/v1/api-keys`, {
-          token: signup.token,
-          body: { kind: 'organization', mode: 'live', name: `bench ${i}` },
-          expectStatus: 201,
-        })
-      ).key,
-    );
-  }
-  const connectionHeaders = keys.map((key) => ({ authorization: `Bearer ${key}` }));
-  const seeded = await app.call<SeedConversationsResult>('seedConversations', {
-    organizationId: signup.organization.id,
-    connectionId: connection.id,
-    count: CONVERSATIONS,
-  });
+  const inbox = await setUpInbox(app);
+  const { connectionHeaders, page } = inbox;
+  const body = page.body;
 
-  const sample = await fetch(app.url + PATH + QUERY, { headers: connectionHeaders[0] });
-  const body = Buffer.from(await sample.arrayBuffer());
-  const contentType = sample.headers.get('content-type') ?? '';
-  if (sample.status !== 200) throw new Error(`GET ${PATH}${QUERY}: ${sample.status} ${body.toString()}`);
-  const page = JSON.parse(body.toString()) as { data: { contact: unknown; last_message: unknown }[] };
-  if (page.data.length !== 25 || page.data.some((item) => item.contact === null || item.last_message === null)) {
-    throw new Error('the sample page does not hold 25 conversations with their contact and last message');
-  }
-
-  const baseline = await startBaseline({ path: PATH, body, contentType });
-  const check = await fetch(baseline.url + PATH + QUERY);
-  if (!Buffer.from(await check.arrayBuffer()).equals(body) || check.headers.get('content-type') !== contentType) {
-    throw new Error('the baseline does not answer with the same bytes and content type as the service');
-  }
+  const baseline = await startBaseline({ path: PATH, body, contentType: page.contentType });
+  await expectSamePage(baseline, inbox);
 
   console.log(
-    `conversations: GET ${PATH}${QUERY} over ${CONVERSATIONS.toLocaleString('en')} conversations, ${CONNECTIONS} connections ` +
+    `conversations: GET ${PATH}${QUERY} over ${INBOX_CONVERSATIONS.toLocaleString('en')} conversations, ${INBOX_CONNECTIONS} connections ` +
       `(one organization key each), ${SECONDS} s after ${WARMUP_SECONDS} s of warm-up, ${body.length}-byte page, store: ${app.store}; ` +
-      `seeded in ${(seeded.ms / 1000).toFixed(1)} s`,
+      `seeded in ${(inbox.seededMs / 1000).toFixed(1)} s`,
   );
-  const load = { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS };
+  const load = { connections: INBOX_CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS };
   const base = await measure({ url: baseline.url + PATH + QUERY, pid: baseline.pid, ...load });
   await baseline.stop();
   const service = await measure({ url: app.url + PATH + QUERY, pid: app.pid, connectionHeaders, ...load });
 
   noteSetUpStarting(app.pid);
   const history = await app.call<SeedConversationsResult>('seedHistory', {
-    organizationId: signup.organization.id,
+    organizationId: inbox.organizationId,
     conversations: 25,
     messagesEach: HISTORY_EACH,
   });
@@ -89,7 +48,7 @@ await runBench('conversations', async () => {
     url: app.url + PATH + QUERY,
     pid: app.pid,
     connectionHeaders,
-    connections: CONNECTIONS,
+    connections: INBOX_CONNECTIONS,
     seconds: HISTORY_SECONDS,
     warmupSeconds: 1,
   });
@@ -97,7 +56,7 @@ await runBench('conversations', async () => {
   // A second app instance in the service's process, which counts a page's queries: not load.
   noteSetUpStarting(app.pid);
   const [small, large] = await app.call<number[]>('countQueries', {
-    token: signup.token,
+    token: inbox.token,
     paths: [`${PATH}?expand=contact,last_message&limit=10`, `${PATH}?expand=contact,last_message&limit=100`],
   });
 

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startCommand, type StartCommand } from '../scripts/start-command.ts';
+import { sqliteFileIn } from '../src/db/sqlite-file.ts';
 import { PERF_NODE_ARGS, perfDirectory, startPerf } from './perf-profile.ts';
 
 const BENCH_DIR = import.meta.dirname;
@@ -468,6 +469,8 @@ export interface AppServer extends BenchServer {
   store: 'sqlite' | 'postgres';
   /** On PostgreSQL, what a second process needs to serve from this one's schema: `startApp(app.storeEnv)`. */
   storeEnv: Record<string, string>;
+  /** On the embedded store, its SQLite file. */
+  sqliteFile: string | undefined;
 }
 
 /**
@@ -515,7 +518,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<AppSer
       if (databaseUrl && schema) await dropSchema(databaseUrl, schema);
     },
   });
-  return { ...server, store: databaseUrl ? 'postgres' : 'sqlite', storeEnv };
+  return { ...server, store: databaseUrl ? 'postgres' : 'sqlite', storeEnv, sqliteFile: databaseUrl ? undefined : sqliteFileIn(dataDir) };
 }
 
 // The parent drops the schema, not the child, so that a child that crashed still leaves nothing behind.

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect, sql, type Dialect as KyselyDialect, type LogEvent, type Transaction } from 'kysely';
 import { Migrator } from 'kysely/migration';
+import { sqliteFileIn } from './sqlite-file.ts';
 import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite.ts';
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { migrations } from './migrations/index.ts';
@@ -98,7 +99,7 @@ export function openStore(options: StoreOptions): Store {
     });
     return storeOn(new PostgresDialect({ pool }), postgresDialect, options, { wakeSignal });
   }
-  const file = options.sqliteFile ?? path.join(options.dataDir ?? './data', 'messaging.sqlite');
+  const file = options.sqliteFile ?? sqliteFileIn(options.dataDir ?? './data');
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
   const database = new NodeSqliteDatabase(file, { onRecompile: options.onRecompile });
   return storeOn(new NodeSqliteDialect({ database }), sqliteDialect, options, { whenClosed: () => database.whenClosed() });
