@@ -61,6 +61,11 @@ const BENCHES: Bench[] = [
     file: 'conversations.ts',
     description: 'GET /v1/conversations?expand=contact,last_message&limit=25 over 50k conversations vs bare Fastify; SQL queries per page at limit 10 and 100',
   },
+  {
+    name: 'conversations-floor',
+    file: 'conversations-floor.ts',
+    description: "the conversations page's floor: the same page from the service's SQLite file with nothing but its reads, mappers and JSON vs bare Fastify",
+  },
 ];
 
 function printKnown(): void {

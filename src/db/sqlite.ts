@@ -46,7 +46,7 @@ export class NodeSqliteDialect extends SqliteDialect {
   }
 }
 
-type RowMaker = (values: unknown[]) => Record<string, unknown>;
+export type RowMaker = (values: unknown[]) => Record<string, unknown>;
 
 /**
  * A function that makes a statement's row object from its values in column order. node:sqlite's own
@@ -57,7 +57,7 @@ type RowMaker = (values: unknown[]) => Record<string, unknown>;
  * stays a column and never sets the prototype. Of two columns with one name the later wins, as in
  * node:sqlite's objects.
  */
-function rowMaker(columns: readonly string[]): RowMaker {
+export function rowMaker(columns: readonly string[]): RowMaker {
   const fields = columns.map((name, index) => `${name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name)}: values[${index}]`);
   // Generated code, as fast-json-stringify does: only column names reach it, each JSON-quoted.
   // eslint-disable-next-line @typescript-eslint/no-implied-eval

@@ -26,7 +26,7 @@ import {
 } from './contacts.schemas.ts';
 import type { ContactChanges, ContactsStore } from './contacts.store.ts';
 
-function toContact(row: ContactsTable): Contact {
+export function toContact(row: ContactsTable): Contact {
   return {
     id: row.id,
     object: 'contact',

@@ -44,7 +44,7 @@ const expiryOf = (lastInboundAt: string | null): string | null => (lastInboundAt
 const tagSet = (...lists: readonly string[][]): string[] => [...new Set(lists.flat())].sort();
 const tagsOf = (row: ConversationsTable) => JSON.parse(row.tags) as string[];
 
-function toConversation(row: ConversationsTable): Conversation {
+export function toConversation(row: ConversationsTable): Conversation {
   return {
     id: row.id,
     object: 'conversation',
