@@ -14,7 +14,7 @@
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import Fastify from 'fastify';
-import { rowMaker, type RowMaker } from '../src/db/sqlite.ts';
+import { CONNECTION_PRAGMAS, rowMaker, type RowMaker } from '../src/db/sqlite.ts';
 import { EndOfTurnWrites } from '../src/http/end-of-turn-writes.ts';
 import type { ContactsTable, ConversationsTable, MessagesTable } from '../src/db/schema.ts';
 import { sha256Hex } from '../src/lib/crypto.ts';
@@ -31,7 +31,7 @@ const EXPAND = 'contact,last_message';
 
 const database = new DatabaseSync(file);
 // The service's pragmas (db/sqlite.ts); this connection only reads.
-database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;');
+database.exec(CONNECTION_PRAGMAS);
 
 interface Query<Row> {
   all(...values: (string | number)[]): Row[];

@@ -24,6 +24,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Agent, Pool } from 'undici';
 import { openStore, migrateToLatest } from '../src/db/connect.ts';
+import { CONNECTION_PRAGMAS } from '../src/db/sqlite.ts';
 import { API_VERSION } from '../src/events/event-types.schemas.ts';
 import { signatureHeader } from '../src/events/webhook-signature.ts';
 import { BoundedRead } from '../src/lib/bounded-read.ts';
@@ -109,7 +110,7 @@ async function migratedStore(file: string, url: string): Promise<{ organizationI
 function floorPipeline(file: string, target: { organizationId: string; endpointId: string; url: string }) {
   const db = new DatabaseSync(file);
   // The service's pragmas (src/db/sqlite.ts), less its checkpoint thread: SQLite checkpoints here.
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;');
+  db.exec(CONNECTION_PRAGMAS);
   const insertEvent = db.prepare(
     'insert into events (id, organization_id, connection_id, type, data, previous_attributes, created_at) values (?, ?, null, ?, ?, null, ?)',
   );

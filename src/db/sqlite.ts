@@ -15,6 +15,12 @@ const STATEMENT_CACHE_SIZE = 512;
 
 const BUSY_TIMEOUT_MS = 5000;
 
+/**
+ * Every connection's settings; exported for the benches' floors, which read and write the service's
+ * file as the service does. Why each, where the connection opens (NodeSqliteDatabase).
+ */
+export const CONNECTION_PRAGMAS = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};`;
+
 function toSqlite(value: unknown): SQLInputValue {
   if (value === undefined || value === null) return null;
   if (typeof value === 'boolean') return value ? 1 : 0;
@@ -171,9 +177,7 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     // memory budget. What moves into memory are the temporary tables some statements build: batch
     // deletes, `returning` rows and one-row updates, and the ids behind a `?tag=` filter. Their size
     // is the rows a statement touches (docs/benchmarks.md, twelfth pass).
-    this.#db.exec(
-      `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};`,
-    );
+    this.#db.exec(CONNECTION_PRAGMAS);
     this.#pageSize = (this.#db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
     if (file !== ':memory:' && checkpoints.intervalMs > 0) {
       this.#db.exec('PRAGMA wal_autocheckpoint = 0');
